@@ -9,3 +9,7 @@ class A2AToolcallConfig(AppConfig):
     name = "a2a_toolcall"
     verbose_name = "A2A tool calls"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Registers the system checks and the settings-cache reset on setting_changed.
+        from a2a_toolcall import checks, conf  # noqa: F401

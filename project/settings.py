@@ -68,6 +68,12 @@ DATABASES = {
 # The embedded default: one process, no Redis. Use channels_redis for several processes.
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# The agent this site serves (a2a_toolcall reads everything from this one dict; see
+# docs/settings.md for every key and its default).
+A2A_TOOLCALL = {
+    "AGENTS": {"demo": "project.agents.demo_agent"},
+}
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 TIME_ZONE = "UTC"

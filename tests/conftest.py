@@ -1,15 +1,46 @@
-"""Shared test configuration."""
+"""Shared test configuration and fixtures."""
 
 import os
+import uuid
+from collections.abc import AsyncIterator
 
-from hypothesis import HealthCheck, settings
+import pytest
+from channels.layers import BaseChannelLayer, InMemoryChannelLayer
+from channels_redis.core import RedisChannelLayer
+from channels_redis.pubsub import RedisPubSubChannelLayer
+from django.conf import settings as django_settings
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 # "default": the CI run. "thorough": `HYPOTHESIS_PROFILE=thorough pytest` for a deeper search.
-settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile(
+hypothesis_settings.register_profile(
+    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.register_profile(
     "thorough",
     max_examples=2000,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+LAYERS = ["memory", "redis", "pubsub"]
+
+
+@pytest.fixture(params=LAYERS)
+async def layer(request: pytest.FixtureRequest) -> AsyncIterator[BaseChannelLayer]:
+    """A fresh layer of each kind; Redis ones on the real server, under a unique prefix."""
+    prefix = f"a2a-test-{uuid.uuid4().hex[:8]}"
+    made: BaseChannelLayer
+    if request.param == "memory":
+        made = InMemoryChannelLayer()
+    elif request.param == "redis":
+        # capacity: every stream of a process shares one Redis list (see a2a_toolcall.W003)
+        made = RedisChannelLayer(hosts=[django_settings.REDIS_HOST], prefix=prefix, capacity=10_000)
+    else:
+        made = RedisPubSubChannelLayer(hosts=[django_settings.REDIS_HOST], prefix=prefix)
+    yield made
+    await made.flush()
+    if request.param == "redis":
+        await made.close_pools()

@@ -1,5 +1,6 @@
 """Settings for the test suite."""
 
+import os
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -52,6 +53,39 @@ DATABASES = {
     "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "test-db.sqlite3"},
 }
 
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+REDIS_URL = "redis://127.0.0.1:6379/0"
+# redis-py 8 reads with a 5 s socket timeout, as long as channels_redis blocks: see
+# a2a_toolcall.E008.
+REDIS_HOST = {"address": REDIS_URL, "socket_timeout": 30}
+
+# The default layer is in-memory (the embedded default); the Redis layers are the real
+# thing, used by the bus tests and the worker-process tests. A prefix keeps test keys apart.
+CHANNEL_LAYERS = {
+    "default": {"BACKEND": "channels.layers.InMemoryChannelLayer"},
+    "redis": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {
+            "hosts": [REDIS_HOST],
+            # Worker-process tests give each run its own prefix, so nothing left in Redis by
+            # an earlier run can reach it.
+            "prefix": os.environ.get("A2A_TEST_REDIS_PREFIX", "a2a-test"),
+            "capacity": 10_000,
+        },
+    },
+    "pubsub": {
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+        "CONFIG": {"hosts": [REDIS_HOST], "prefix": "a2a-test-pubsub"},
+    },
+}
+
+A2A_TOOLCALL = {
+    "AGENTS": {
+        "demo": "project.agents.demo_agent",
+        "echo": "tests.agents.echo",
+        "parked": "tests.agents.parked",
+        "whoami": "tests.agents.whoami",
+    },
+    "DEFAULT_AGENT": "demo",
+}
 
 STATIC_URL = "static/"

@@ -1,0 +1,466 @@
+"""The bus between the agent runtime and the A2A server: Channels layer groups.
+
+Topics (``cid`` is the A2A task id):
+
+==============================  ==================  =============================================
+topic                           direction           payload
+==============================  ==================  =============================================
+``agent.skill.request``         server -> runtime   the work; a point-to-point *channel*, so
+                                                    several workers share it and each request
+                                                    runs once
+``agent.skill.progress.{cid}``  runtime -> server   ``{text, step?, percent?, meta?}``
+``agent.skill.toolframe.{cid}`` runtime -> server   ``{frame}`` (a tool-call-v1 frame)
+``agent.input.request.{cid}``   runtime -> server   ``{requestId, question, meta?}``
+``agent.skill.response.{cid}``  runtime -> server   ``{status, text?, parts?, error?, reason?}``
+``agent.skill.cancel.{cid}``    server -> runtime   ``{reason?}``
+``agent.input.response.{cid}``  server -> runtime   ``{requestId, text, parts?}``
+==============================  ==================  =============================================
+
+Every message is an :class:`Envelope` (type, topic, cid, timestamp, per-task ``seq``, payload).
+Channel layers are lossy and at-most-once, and Redis carries messages as msgpack, so envelopes
+are checked to be msgpack-safe when published, on every layer, and consumers treat ``seq`` as
+the order of record (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import re
+import time
+import weakref
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final
+
+from channels.exceptions import ChannelFull
+from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
+
+__all__ = [
+    "CONTROL_TOPICS",
+    "ENVELOPE_TYPE",
+    "REQUEST_CHANNEL",
+    "TASK_TOPICS",
+    "TOPIC_CANCEL",
+    "TOPIC_INPUT_REQUEST",
+    "TOPIC_INPUT_RESPONSE",
+    "TOPIC_PROGRESS",
+    "TOPIC_REQUEST",
+    "TOPIC_RESPONSE",
+    "TOPIC_TOOLFRAME",
+    "Bus",
+    "BusPayloadError",
+    "Envelope",
+    "Subscription",
+    "TaskPublisher",
+    "check_msgpack_safe",
+    "group_name",
+]
+
+logger = logging.getLogger(__name__)
+
+TOPIC_REQUEST: Final = "agent.skill.request"
+TOPIC_PROGRESS: Final = "agent.skill.progress"
+TOPIC_TOOLFRAME: Final = "agent.skill.toolframe"
+TOPIC_INPUT_REQUEST: Final = "agent.input.request"
+TOPIC_RESPONSE: Final = "agent.skill.response"
+TOPIC_CANCEL: Final = "agent.skill.cancel"
+TOPIC_INPUT_RESPONSE: Final = "agent.input.response"
+
+REQUEST_CHANNEL: Final = TOPIC_REQUEST
+"""The layer channel work requests travel on (a channel, not a group: point-to-point)."""
+
+TASK_TOPICS: Final = (TOPIC_PROGRESS, TOPIC_TOOLFRAME, TOPIC_INPUT_REQUEST, TOPIC_RESPONSE)
+"""What the runtime publishes for a task, in the order a stream consumer subscribes to them."""
+
+CONTROL_TOPICS: Final = (TOPIC_CANCEL, TOPIC_INPUT_RESPONSE)
+"""What the server publishes to the runtime about a running task."""
+
+_GROUP_TOPICS: Final = frozenset(TASK_TOPICS + CONTROL_TOPICS)
+ENVELOPE_TYPE: Final = "a2a.envelope"
+_WAKEUP_TYPE: Final = "a2a.wakeup"
+_REQUEST_QUEUE_WAIT: Final = 30.0
+_DRAIN_SECONDS: Final = 5.0
+
+# Channels' own rule for group names: ASCII letters, digits, '-', '_', '.', under 100 chars.
+_GROUP_NAME = re.compile(r"^[A-Za-z0-9\-_.]+$")
+_MAX_GROUP_NAME: Final = 99
+_INT_MIN: Final = -(2**63)
+_UINT_MAX: Final = 2**64 - 1
+
+
+def group_name(topic: str, cid: str) -> str:
+    """The layer group of ``topic`` for task ``cid``, e.g. ``agent.skill.toolframe.<cid>``.
+
+    Raises ValueError for an unknown topic or a cid that cannot be part of a group name.
+    """
+    if topic not in _GROUP_TOPICS:
+        raise ValueError(f"unknown bus topic {topic!r}; expected one of {sorted(_GROUP_TOPICS)}")
+    name = f"{topic}.{cid}"
+    if not isinstance(cid, str) or not cid or not _GROUP_NAME.match(cid):
+        raise ValueError(
+            f"task id {cid!r} cannot be used in a channel group name: use ASCII letters, "
+            "digits, '-', '_' and '.' only (a UUID works)"
+        )
+    if len(name) > _MAX_GROUP_NAME:
+        raise ValueError(
+            f"group name {name!r} is {len(name)} characters; channel layers allow at most "
+            f"{_MAX_GROUP_NAME}, so task ids must be at most {_MAX_GROUP_NAME - len(topic) - 1}"
+        )
+    return name
+
+
+class BusPayloadError(TypeError):
+    """A payload that a Redis channel layer could not carry (msgpack) or would alter."""
+
+
+def check_msgpack_safe(value: Any, path: str = "payload") -> None:
+    """Raise :class:`BusPayloadError` naming the first value msgpack would reject or change.
+
+    Allowed: str, int (64-bit), float, bool, None, bytes, list, dict with str keys. Tuples are
+    refused because they come back as lists; datetimes, UUIDs, Decimals and sets because
+    the Redis layers cannot pack them. The in-memory layer accepts anything, so this check
+    runs on every layer: a test on the in-memory layer fails where Redis would.
+    """
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        kind = type(item)
+        if kind is str or kind is float or kind is bool or item is None or kind is bytes:
+            continue
+        if kind is int:
+            if not _INT_MIN <= item <= _UINT_MAX:
+                raise BusPayloadError(f"{where}: integer {item} does not fit in 64 bits")
+            continue
+        if kind is dict:
+            for key, child in item.items():
+                if type(key) is not str:
+                    raise BusPayloadError(
+                        f"{where}: dict key {key!r} is a {type(key).__name__}; msgpack "
+                        "payloads need str keys"
+                    )
+                stack.append((child, f"{where}.{key}"))
+            continue
+        if kind is list:
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(item))
+            continue
+        hint = (
+            " (tuples come back as lists: send a list)"
+            if kind is tuple
+            else ("; convert it to a str, int or float first")
+        )
+        raise BusPayloadError(f"{where}: {kind.__name__} is not msgpack-safe{hint}")
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """One bus message: what, for which task, when (Unix seconds), in which order, and data."""
+
+    topic: str
+    cid: str
+    seq: int
+    ts: float
+    payload: dict[str, Any]
+
+    def to_message(self) -> dict[str, Any]:
+        """The layer message (msgpack-safe dict) for this envelope."""
+        return {
+            "type": ENVELOPE_TYPE,
+            "topic": self.topic,
+            "cid": self.cid,
+            "seq": self.seq,
+            "ts": self.ts,
+            "payload": self.payload,
+        }
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> Envelope:
+        """Read a layer message; raises ValueError if it is not an envelope."""
+        if message.get("type") != ENVELOPE_TYPE:
+            raise ValueError(f"not a bus envelope: type={message.get('type')!r}")
+        try:
+            envelope = cls(
+                topic=message["topic"],
+                cid=message["cid"],
+                seq=message["seq"],
+                ts=message["ts"],
+                payload=message["payload"],
+            )
+        except KeyError as exc:
+            raise ValueError(f"bus envelope without {exc.args[0]!r}") from None
+        if not (
+            isinstance(envelope.topic, str)
+            and isinstance(envelope.cid, str)
+            and isinstance(envelope.seq, int)
+            and isinstance(envelope.ts, int | float)
+            and isinstance(envelope.payload, dict)
+        ):
+            raise ValueError("bus envelope with members of the wrong type")
+        return envelope
+
+
+def _layer_for(alias_or_layer: str | BaseChannelLayer | None) -> BaseChannelLayer:
+    if alias_or_layer is None:
+        from a2a_toolcall.conf import get_setting
+
+        alias_or_layer = get_setting("CHANNEL_LAYER")
+    if isinstance(alias_or_layer, str):
+        layer = get_channel_layer(alias_or_layer)
+        if layer is None:
+            from django.core.exceptions import ImproperlyConfigured
+
+            raise ImproperlyConfigured(
+                f"CHANNEL_LAYERS has no layer {alias_or_layer!r}; the a2a_toolcall bus needs one "
+                "(InMemoryChannelLayer for one process, channels_redis for several)"
+            )
+        return layer
+    return alias_or_layer
+
+
+# channels_redis talks to Redis through a redis-py pool that *raises* "Too many connections"
+# past its size (100 by default) instead of waiting: 200 streams subscribing at once crash.
+# The bus therefore caps its own concurrent layer operations (receives excluded: a pending
+# receive holds no connection of its own) per layer and event loop, and waits for a slot.
+_MAX_CONCURRENT_OPERATIONS: Final = 48
+_limits: weakref.WeakKeyDictionary[Any, dict[asyncio.AbstractEventLoop, asyncio.Semaphore]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _operation_slot(layer: BaseChannelLayer) -> contextlib.AbstractAsyncContextManager[Any]:
+    if isinstance(layer, InMemoryChannelLayer):
+        return contextlib.nullcontext()
+    per_loop = _limits.setdefault(layer, {})
+    loop = asyncio.get_running_loop()
+    slot = per_loop.get(loop)
+    if slot is None:
+        for stale in [lp for lp in per_loop if lp.is_closed()]:
+            del per_loop[stale]
+        slot = per_loop[loop] = asyncio.Semaphore(_MAX_CONCURRENT_OPERATIONS)
+    return slot
+
+
+class Bus:
+    """Publishing and subscribing on one channel layer (by alias, or the layer itself)."""
+
+    def __init__(
+        self,
+        layer: str | BaseChannelLayer | None = None,
+        *,
+        request_layer: str | BaseChannelLayer | None = None,
+    ) -> None:
+        self.layer = _layer_for(layer)
+        if request_layer is None and layer is None:
+            from a2a_toolcall.conf import get_setting
+
+            request_layer = get_setting("REQUEST_CHANNEL_LAYER")
+        self.request_layer = self.layer if request_layer is None else _layer_for(request_layer)
+
+    async def publish(self, topic: str, cid: str, payload: dict[str, Any], *, seq: int) -> Envelope:
+        """Send one envelope to the group of ``topic`` for task ``cid``."""
+        envelope = Envelope(topic=topic, cid=cid, seq=seq, ts=time.time(), payload=payload)
+        message = envelope.to_message()
+        check_msgpack_safe(payload)
+        async with _operation_slot(self.layer):
+            await self.layer.group_send(group_name(topic, cid), message)
+        return envelope
+
+    async def send_request(self, request: dict[str, Any]) -> None:
+        """Queue work for the runtime (one worker takes it)."""
+        check_msgpack_safe(request, "request")
+        message = {"type": "a2a.request", "request": request}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _REQUEST_QUEUE_WAIT
+        delay = 0.005
+        while True:
+            try:
+                async with _operation_slot(self.request_layer):
+                    await self.request_layer.send(REQUEST_CHANNEL, message)
+                return
+            except ChannelFull:
+                # The runtime takes work as fast as it can; a full queue is a burst. Wait for
+                # room rather than drop the request, up to a limit.
+                if loop.time() + delay > deadline:
+                    raise ChannelFull(
+                        f"the work queue {REQUEST_CHANNEL!r} stayed full for "
+                        f"{_REQUEST_QUEUE_WAIT:g} s: the agent runtime is not keeping up. Start "
+                        "more workers, or raise the channel layer's capacity."
+                    ) from None
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+    async def receive_request(self) -> dict[str, Any]:
+        """Wait for the next work request (competing with other runtimes on the same layer)."""
+        while True:
+            message = await self.request_layer.receive(REQUEST_CHANNEL)
+            request = message.get("request")
+            if message.get("type") == "a2a.request" and isinstance(request, dict):
+                return request
+            logger.warning("dropping a malformed work request: %.200r", message)
+
+    def subscribe(self, cid: str, topics: Iterable[str]) -> Subscription:
+        """Subscribe to ``topics`` of task ``cid``: ``async with bus.subscribe(...) as sub``."""
+        return Subscription(self.layer, cid, tuple(topics))
+
+    def publisher(self, cid: str, *, first_seq: int = 1) -> TaskPublisher:
+        """A publisher for task ``cid`` that numbers its envelopes from ``first_seq``."""
+        return TaskPublisher(self, cid, first_seq=first_seq)
+
+
+class TaskPublisher:
+    """Publishes the envelopes of one task with consecutive ``seq`` numbers.
+
+    Publishing is serialised by a lock so that ``seq`` order is emission order even when several
+    coroutines of one task (parallel tools) publish at once.
+    """
+
+    def __init__(self, bus: Bus, cid: str, *, first_seq: int = 1) -> None:
+        group_name(TOPIC_RESPONSE, cid)  # validate the cid once, up front
+        self.bus = bus
+        self.cid = cid
+        self._seq = itertools.count(first_seq)
+        self._lock = asyncio.Lock()
+        self.last_seq = first_seq - 1
+
+    async def publish(self, topic: str, payload: dict[str, Any]) -> Envelope:
+        """Publish the next envelope of this task."""
+        async with self._lock:
+            seq = next(self._seq)
+            try:
+                envelope = await self.bus.publish(topic, self.cid, payload, seq=seq)
+            except BaseException:
+                # Keep seq gap-free: a number is spent only by a message that was sent.
+                self._seq = itertools.count(seq)
+                raise
+            self.last_seq = seq
+        # An in-memory group_send never suspends; without a yield here an agent publishing
+        # in a tight loop would fill its subscribers' queues before they ever run.
+        await asyncio.sleep(0)
+        return envelope
+
+
+class Subscription:
+    """Membership of one fresh layer channel in the groups of some topics of one task.
+
+    Entering joins every group; leaving (normally, by an exception, by cancellation) leaves every
+    group and ends the pending receive, so no membership outlives the subscriber. One receive
+    is kept pending across :meth:`get` timeouts, and it is ended by a wake-up message rather
+    than cancelled: cancelling a layer ``receive()`` loses messages on the Redis layers.
+    """
+
+    def __init__(self, layer: BaseChannelLayer, cid: str, topics: tuple[str, ...]) -> None:
+        if not topics:
+            raise ValueError("subscribe to at least one topic")
+        self.layer = layer
+        self.cid = cid
+        self.groups = [group_name(topic, cid) for topic in topics]
+        self.channel: str | None = None
+        self._joined: list[str] = []
+        self._pending: asyncio.Task[dict[str, Any]] | None = None
+        self._closed = False
+
+    async def __aenter__(self) -> Subscription:
+        async with _operation_slot(self.layer):
+            self.channel = await self.layer.new_channel()
+        try:
+            for group in self.groups:
+                async with _operation_slot(self.layer):
+                    await self.layer.group_add(group, self.channel)
+                self._joined.append(group)
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Leave every group and end the pending receive. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        joined, self._joined = self._joined, []
+        assert self.channel is not None
+        for group in joined:
+            try:
+                async with _operation_slot(self.layer):
+                    await self.layer.group_discard(group, self.channel)
+            except Exception:
+                logger.exception("could not leave group %s", group)
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await self._drain(pending)
+
+    async def _drain(self, pending: asyncio.Task[dict[str, Any]]) -> None:
+        # End the pending receive by sending our own channel a wake-up message rather than by
+        # cancelling it: a cancelled receive() loses buffered messages (PubSub, Redis core) and
+        # can keep channels_redis's shared receive loop busy long after the cancel.
+        assert self.channel is not None
+        channel = self.channel
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _DRAIN_SECONDS
+        current: asyncio.Task[dict[str, Any]] | None = pending
+        try:
+            async with _operation_slot(self.layer):
+                await self.layer.send(channel, {"type": _WAKEUP_TYPE})
+            while current is not None:
+                done, _ = await asyncio.wait({current}, timeout=max(0.0, deadline - loop.time()))
+                if not done:
+                    break
+                message = current.result()
+                current = None
+                if message.get("type") != _WAKEUP_TYPE:
+                    current = asyncio.ensure_future(self.layer.receive(channel))
+        except Exception:
+            logger.exception("could not end the pending receive on %s", channel)
+        finally:
+            if current is not None and not current.done():
+                current.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await current
+
+    async def get(self, timeout: float | None = None) -> Envelope | None:
+        """The next envelope of this task, or None if ``timeout`` seconds pass first."""
+        if self._closed or self.channel is None:
+            raise RuntimeError("the subscription is not open")
+        while True:
+            if self._pending is None:
+                self._pending = asyncio.ensure_future(self.layer.receive(self.channel))
+            done, _ = await asyncio.wait({self._pending}, timeout=timeout)
+            if not done:
+                return None
+            task, self._pending = self._pending, None
+            message = task.result()
+            if message.get("type") == _WAKEUP_TYPE:
+                continue
+            try:
+                envelope = Envelope.from_message(message)
+            except ValueError as exc:
+                logger.warning("dropping a malformed bus message (%s): %.200r", exc, message)
+                continue
+            if envelope.cid != self.cid:
+                logger.error(
+                    "dropping an envelope of task %s received on a subscription of task %s",
+                    envelope.cid,
+                    self.cid,
+                )
+                continue
+            return envelope
+
+    def __aiter__(self) -> AsyncIterator[Envelope]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Envelope]:
+        while True:
+            envelope = await self.get()
+            assert envelope is not None  # no timeout given
+            yield envelope

@@ -1,0 +1,211 @@
+"""System checks (``manage.py check``), documented in docs/settings.md."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Warning, register
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from a2a_toolcall.conf import get_config
+
+PUBSUB = "channels_redis.pubsub.RedisPubSubChannelLayer"
+CORE = "channels_redis.core.RedisChannelLayer"
+IN_MEMORY = "channels.layers.InMemoryChannelLayer"
+
+
+@register()
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Validate ``A2A_TOOLCALL`` and the channel layers it names."""
+    config = get_config()
+    errors: list[CheckMessage] = []
+    errors += _check_agents(config)
+    errors += _check_layers(config)
+    errors += _check_numbers(config)
+    errors += _check_narration(config)
+    return errors
+
+
+def _check_agents(config: dict[str, Any]) -> list[CheckMessage]:
+    from a2a_toolcall.runtime.registry import load_agent
+
+    agents = config["AGENTS"]
+    if not isinstance(agents, dict) or not agents:
+        return [
+            Error(
+                "No agent is registered.",
+                hint='Name one in settings: A2A_TOOLCALL = {"AGENTS": {"assistant": '
+                '"myproject.agents.assistant"}} (a dotted path to an async generator function '
+                "taking an AgentInput).",
+                id="a2a_toolcall.E001",
+            )
+        ]
+    errors: list[CheckMessage] = []
+    for name, path in agents.items():
+        try:
+            load_agent(name, path)
+        except ImproperlyConfigured as exc:
+            errors.append(Error(str(exc), id="a2a_toolcall.E002"))
+    default = config["DEFAULT_AGENT"]
+    if default is not None and default not in agents:
+        errors.append(
+            Error(
+                f"A2A_TOOLCALL['DEFAULT_AGENT'] = {default!r} is not in AGENTS.",
+                hint=f"Use one of: {', '.join(sorted(agents))}, or None for the first.",
+                id="a2a_toolcall.E003",
+            )
+        )
+    return errors
+
+
+def _check_layers(config: dict[str, Any]) -> list[CheckMessage]:
+    layers = getattr(settings, "CHANNEL_LAYERS", {}) or {}
+    errors: list[CheckMessage] = []
+    aliases = {"CHANNEL_LAYER": config["CHANNEL_LAYER"]}
+    if config["REQUEST_CHANNEL_LAYER"] is not None:
+        aliases["REQUEST_CHANNEL_LAYER"] = config["REQUEST_CHANNEL_LAYER"]
+    for key, alias in aliases.items():
+        if alias not in layers:
+            errors.append(
+                Error(
+                    f"A2A_TOOLCALL['{key}'] = {alias!r} is not in CHANNEL_LAYERS.",
+                    hint='Add it, e.g. CHANNEL_LAYERS = {"default": {"BACKEND": '
+                    '"channels.layers.InMemoryChannelLayer"}} for one process, or '
+                    "channels_redis for several.",
+                    id="a2a_toolcall.E004",
+                )
+            )
+    if errors:
+        return errors
+    request_alias = aliases.get("REQUEST_CHANNEL_LAYER", aliases["CHANNEL_LAYER"])
+    backend = layers[request_alias].get("BACKEND")
+    if backend == PUBSUB:
+        errors.append(
+            Warning(
+                f"Work requests travel on channel layer {request_alias!r}, a "
+                "RedisPubSubChannelLayer, which delivers every message to every listener: "
+                "with several workers (or web processes running agents) each task would run "
+                "several times, and requests sent while no runtime listens are lost.",
+                hint="Set A2A_TOOLCALL['REQUEST_CHANNEL_LAYER'] to the alias of a "
+                "channels_redis.core.RedisChannelLayer (the bus itself may stay on PubSub).",
+                id="a2a_toolcall.W001",
+            )
+        )
+    bus_layer = layers[aliases["CHANNEL_LAYER"]]
+    capacity = (bus_layer.get("CONFIG") or {}).get("capacity", 100)
+    if bus_layer.get("BACKEND") == CORE and isinstance(capacity, int) and capacity < 1000:
+        errors.append(
+            Warning(
+                f"Channel layer {aliases['CHANNEL_LAYER']!r} is a RedisChannelLayer with "
+                f"capacity {capacity}. All the streams of one process share one Redis list, "
+                "so a few busy streams fill it and further frames are dropped silently.",
+                hint="Set CONFIG['capacity'] to 10000 or more (memory is only used while "
+                "messages wait), or use channels_redis.pubsub.RedisPubSubChannelLayer for the bus.",
+                id="a2a_toolcall.W003",
+            )
+        )
+    for alias in dict.fromkeys(aliases.values()):
+        errors += _check_redis_socket_timeout(alias, layers[alias])
+    if backend == IN_MEMORY and config["RUN_IN_PROCESS"] is False:
+        errors.append(
+            Warning(
+                "RUN_IN_PROCESS is False but work requests travel on an InMemoryChannelLayer, "
+                "which no worker process can read: no task would ever run.",
+                hint="Use channels_redis for workers, or set RUN_IN_PROCESS to None or True.",
+                id="a2a_toolcall.W002",
+            )
+        )
+    return errors
+
+
+def _redis_py_major() -> int:
+    try:
+        from importlib.metadata import version
+
+        return int(version("redis").split(".")[0])
+    except (ImportError, ValueError, LookupError):
+        return 0
+
+
+def _check_redis_socket_timeout(alias: str, layer: dict[str, Any]) -> list[CheckMessage]:
+    # redis-py 8 reads with a 5 s socket timeout by default, and channels_redis waits on Redis
+    # with BZPOPMIN for up to 5 s (RedisChannelLayer.brpop_timeout): whenever a process gets no
+    # message for 5 s the read times out and receive() raises instead of returning.
+    if layer.get("BACKEND") != CORE or _redis_py_major() < 8:
+        return []
+    hosts = (layer.get("CONFIG") or {}).get("hosts") or ["redis://localhost:6379"]
+    short = [
+        host
+        for host in hosts
+        if not (
+            isinstance(host, dict)
+            and "socket_timeout" in host
+            and (host["socket_timeout"] is None or host["socket_timeout"] > 5)
+        )
+    ]
+    if not short:
+        return []
+    return [
+        Error(
+            f"Channel layer {alias!r} (RedisChannelLayer) reads from Redis with redis-py's "
+            "default 5 s socket timeout, the same 5 s channels_redis blocks waiting for a "
+            "message: any stream idle for 5 s fails with 'Timeout reading from ...'.",
+            hint='Give each host a longer socket timeout, e.g. "hosts": [{"address": '
+            '"redis://127.0.0.1:6379/0", "socket_timeout": 30}].',
+            id="a2a_toolcall.E008",
+        )
+    ]
+
+
+def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
+    errors: list[CheckMessage] = []
+    for key, kind, minimum in (
+        ("TASK_TIME_LIMIT", (int, float), 0),
+        ("WORKER_CONCURRENCY", (int,), 0),
+    ):
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, kind) or value <= minimum:
+            errors.append(
+                Error(
+                    f"A2A_TOOLCALL['{key}'] must be a positive number, not {value!r}.",
+                    id="a2a_toolcall.E005",
+                )
+            )
+    return errors
+
+
+def _check_narration(config: dict[str, Any]) -> list[CheckMessage]:
+    errors: list[CheckMessage] = []
+    rules = config["NARRATION_RULES"]
+    if not isinstance(rules, list | tuple):
+        rules = [rules]
+    for rule in rules:
+        try:
+            pattern, phrase = rule
+            re.compile(pattern)
+            if not isinstance(phrase, str):
+                raise TypeError("the phrase must be a string")
+        except (TypeError, ValueError, re.error) as exc:
+            errors.append(
+                Error(
+                    f"A2A_TOOLCALL['NARRATION_RULES'] has an invalid rule {rule!r}: {exc}.",
+                    hint="Each rule is (regex on the tool name, phrase), e.g. "
+                    '(r"^sql_", "querying the database").',
+                    id="a2a_toolcall.E006",
+                )
+            )
+    if config["HUMANIZER"]:
+        try:
+            import_string(config["HUMANIZER"])
+        except ImportError as exc:
+            errors.append(
+                Error(
+                    f"A2A_TOOLCALL['HUMANIZER'] = {config['HUMANIZER']!r} cannot be imported: "
+                    f"{exc}.",
+                    id="a2a_toolcall.E007",
+                )
+            )
+    return errors

@@ -1,0 +1,56 @@
+"""Settings: one ``A2A_TOOLCALL`` dict in the Django settings, merged over these defaults.
+
+Read through :func:`get_config` (cached; the cache is reset when a test overrides
+``A2A_TOOLCALL``), never at import time. Every key is documented in docs/settings.md.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, Final
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+__all__ = ["DEFAULTS", "get_config", "get_setting"]
+
+DEFAULTS: Final[dict[str, Any]] = {
+    # Agents by name: {"name": "dotted.path.to.agent"}. The first is the default unless
+    # DEFAULT_AGENT names another.
+    "AGENTS": {},
+    "DEFAULT_AGENT": None,
+    # The Channels layer alias the bus uses, and the one work requests travel on (point-to-point:
+    # it must not be RedisPubSubChannelLayer when several workers share the work).
+    "CHANNEL_LAYER": "default",
+    "REQUEST_CHANNEL_LAYER": None,  # None: same as CHANNEL_LAYER
+    # Run the agent runtime inside the web process. None: only when the layer is in-memory.
+    "RUN_IN_PROCESS": None,
+    # Seconds an agent may work on one task (time spent waiting for the user's input excluded).
+    "TASK_TIME_LIMIT": 300.0,
+    # Tasks one runtime (one worker process) runs at once.
+    "WORKER_CONCURRENCY": 64,
+    # Narration: extra rules tried before the built-in ones, as (regex on the tool name,
+    # phrase template with {name}, {agent} and {args}), and/or a dotted path to a function
+    # replacing the humanizer altogether: (calls: Sequence[tuple[str, Any]]) -> str.
+    "NARRATION_RULES": [],
+    "HUMANIZER": None,
+}
+
+
+@cache
+def get_config() -> dict[str, Any]:
+    """The effective settings: ``settings.A2A_TOOLCALL`` merged over :data:`DEFAULTS`."""
+    user = getattr(settings, "A2A_TOOLCALL", {}) or {}
+    return {**DEFAULTS, **user}
+
+
+def get_setting(name: str) -> Any:
+    """One effective setting by name."""
+    return get_config()[name]
+
+
+@receiver(setting_changed)
+def _reset(*, setting: str, **kwargs: Any) -> None:
+    if setting == "A2A_TOOLCALL":
+        get_config.cache_clear()

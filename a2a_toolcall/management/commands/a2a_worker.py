@@ -1,0 +1,73 @@
+"""``manage.py a2a_worker``: run the agent runtime in its own process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from typing import Any
+
+from channels.layers import InMemoryChannelLayer
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from a2a_toolcall.bus import Bus
+from a2a_toolcall.runtime import Runtime
+
+SHUTDOWN_REASON = "the worker is shutting down"
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the a2a_toolcall agent runtime: take work requests from the channel layer and run "
+        "agents. Start several to share the work (needs a Redis channel layer). SIGTERM or "
+        "Ctrl-C stops taking work and fails the tasks still running with a reason."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--layer",
+            help="Channel layer alias for the bus and the work requests "
+            "(default: A2A_TOOLCALL['CHANNEL_LAYER'] and ['REQUEST_CHANNEL_LAYER']).",
+        )
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            help="Tasks run at once (default: A2A_TOOLCALL['WORKER_CONCURRENCY']).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        layer = options["layer"]
+        bus = Bus(layer, request_layer=layer) if layer else Bus()
+        if isinstance(bus.request_layer, InMemoryChannelLayer):
+            raise CommandError(
+                "the channel layer is InMemoryChannelLayer, which cannot reach other processes: "
+                "a worker would never receive work. Configure channels_redis "
+                "(channels_redis.core.RedisChannelLayer) or let the web process run agents "
+                "(A2A_TOOLCALL['RUN_IN_PROCESS'])."
+            )
+        asyncio.run(self._serve(bus, options["concurrency"]))
+
+    async def _serve(self, bus: Bus, concurrency: int | None) -> None:
+        runtime = Runtime(bus=bus, concurrency=concurrency)
+        if not runtime.agents:
+            raise CommandError("no agent is registered: set A2A_TOOLCALL['AGENTS']")
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        serving = runtime.start()
+        self.stdout.write(
+            f"a2a_worker ready (pid {os.getpid()}): agents {', '.join(sorted(runtime.agents))}; "
+            f"up to {runtime.concurrency} tasks at once",
+        )
+        self.stdout.flush()
+        stopped = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({serving, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if serving.done() and not serving.cancelled() and serving.exception() is not None:
+            stopped.cancel()
+            raise CommandError(f"the runtime stopped: {serving.exception()!r}")
+        running = runtime.running_tasks
+        self.stdout.write(f"a2a_worker stopping; failing {len(running)} running task(s)")
+        self.stdout.flush()
+        await runtime.shutdown(SHUTDOWN_REASON)
+        self.stdout.write("a2a_worker stopped")

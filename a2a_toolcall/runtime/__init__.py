@@ -1,0 +1,41 @@
+"""The producer side: agents, what they yield, and the runtime that publishes it on the bus."""
+
+from a2a_toolcall.runtime.events import (
+    Agent,
+    AgentError,
+    AgentInput,
+    Event,
+    InputRequest,
+    Progress,
+    Reply,
+    ToolCall,
+    ToolResult,
+    UserAnswer,
+)
+from a2a_toolcall.runtime.narration import humanize
+from a2a_toolcall.runtime.runner import (
+    THINKING,
+    Runtime,
+    build_request,
+    ensure_in_process_runtime,
+    runs_in_process,
+)
+
+__all__ = [
+    "THINKING",
+    "Agent",
+    "AgentError",
+    "AgentInput",
+    "Event",
+    "InputRequest",
+    "Progress",
+    "Reply",
+    "Runtime",
+    "ToolCall",
+    "ToolResult",
+    "UserAnswer",
+    "build_request",
+    "ensure_in_process_runtime",
+    "humanize",
+    "runs_in_process",
+]

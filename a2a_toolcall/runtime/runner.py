@@ -1,0 +1,584 @@
+"""The runtime: takes work requests off the bus, runs agents, publishes what they do.
+
+For each request the runtime subscribes to the task's control topics (cancel, input answers)
+*before* publishing anything, publishes an immediate ``thinking`` narration, then drives the
+agent: narration per tool turn, one toolframe per frame, input requests, and exactly one
+response, after which nothing more is published for that task.
+
+Cancel stops the agent for real: its asyncio task is cancelled where it is parked (tools it
+runs are cancelled with it), every invocation still open gets a ``failed`` frame with error
+"cancelled", and the response says canceled. A time budget (``TASK_TIME_LIMIT``, counting only
+time not spent waiting for the user) is enforced the same way.
+
+Work requests look like::
+
+    {"cid": "<task id>", "agent": "<name or null>", "contextId": "...",
+     "message": {<A2A 1.0 Message>}, "history": [<Message>...], "metadata": {...}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+import logging
+import uuid
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
+
+from a2a_toolcall.bus import (
+    CONTROL_TOPICS,
+    TOPIC_CANCEL,
+    TOPIC_INPUT_REQUEST,
+    TOPIC_INPUT_RESPONSE,
+    TOPIC_PROGRESS,
+    TOPIC_RESPONSE,
+    TOPIC_TOOLFRAME,
+    Bus,
+    Envelope,
+    Subscription,
+    TaskPublisher,
+    group_name,
+)
+from a2a_toolcall.contract import (
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallParseError,
+    ToolCallStarted,
+    frame_from_wire,
+)
+from a2a_toolcall.protocol.models import Message, Part
+from a2a_toolcall.runtime.events import (
+    Agent,
+    AgentError,
+    AgentInput,
+    InputRequest,
+    Progress,
+    Reply,
+    ToolCall,
+    ToolResult,
+    UserAnswer,
+)
+from a2a_toolcall.runtime.narration import Humanizer, humanize
+
+__all__ = [
+    "CANCELLED",
+    "THINKING",
+    "Runtime",
+    "build_request",
+    "ensure_in_process_runtime",
+    "runs_in_process",
+]
+
+logger = logging.getLogger(__name__)
+
+THINKING: Final = "thinking"
+"""The narration published the instant a task starts, before the agent yields anything."""
+
+CANCELLED: Final = "cancelled"
+"""The error of a tool invocation still open when its task is cancelled."""
+
+StopKind = Literal["cancel", "timeout", "shutdown"]
+Frame = ToolCallStarted | ToolCallCompleted | ToolCallFailed
+
+
+def build_request(
+    cid: str,
+    message: Message,
+    *,
+    agent: str | None = None,
+    context_id: str | None = None,
+    history: Sequence[Message] = (),
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The work request the server sends for a task (msgpack-safe)."""
+    group_name(TOPIC_RESPONSE, cid)  # fail early on a task id the bus cannot carry
+    return {
+        "cid": cid,
+        "agent": agent,
+        "contextId": context_id,
+        "message": message.to_wire(),
+        "history": [m.to_wire() for m in history],
+        "metadata": dict(metadata or {}),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    # Tool args and results reach the wire as JSON: tuples become lists, datetimes ISO text,
+    # anything else unknown its str().
+    return to_jsonable_python(value, fallback=str)
+
+
+class _Stopped(Exception):
+    def __init__(self, kind: StopKind, reason: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class _AwaitInput:
+    request: InputRequest
+
+
+@dataclass(slots=True)
+class _Done:
+    response: dict[str, Any]
+
+
+class _TaskRun:
+    """One task being run: its publisher, open invocations, pending questions."""
+
+    def __init__(self, runtime: Runtime, cid: str, agent: Agent, task: AgentInput) -> None:
+        self.runtime = runtime
+        self.cid = cid
+        self.agent = agent
+        self.task = task
+        self.publisher: TaskPublisher = runtime.bus.publisher(cid)
+        self.open_calls: dict[str, str] = {}  # toolCallId -> name
+        self.questions: dict[str, asyncio.Future[UserAnswer]] = {}
+        self.stop: _Stopped | None = None
+        self.driver: asyncio.Task[dict[str, Any]] | None = None
+        self.responded = False
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def execute(self) -> dict[str, Any]:
+        async with self.runtime.bus.subscribe(self.cid, CONTROL_TOPICS) as control:
+            await self.publisher.publish(TOPIC_PROGRESS, {"text": THINKING})
+            self.driver = asyncio.ensure_future(self._drive())
+            watcher = asyncio.ensure_future(self._watch(control))
+            try:
+                try:
+                    response = await self.driver
+                except asyncio.CancelledError:
+                    if self.stop is None:
+                        raise
+                    response = self._stopped_response(self.stop)
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            await self._close_open_calls(response)
+            await self.publisher.publish(TOPIC_RESPONSE, response)
+            self.responded = True
+            return response
+
+    def request_stop(self, kind: StopKind, reason: str) -> None:
+        """Stop the agent where it is parked (cancel, time budget, shutdown)."""
+        if self.responded or self.stop is not None:
+            return
+        self.stop = _Stopped(kind, reason)
+        if self.driver is not None and not self.driver.done():
+            self.driver.cancel(reason)
+
+    @staticmethod
+    def _stopped_response(stop: _Stopped) -> dict[str, Any]:
+        if stop.kind == "cancel":
+            return {"status": "canceled", "reason": stop.reason}
+        return {"status": "failed", "error": stop.reason}
+
+    async def _close_open_calls(self, response: dict[str, Any]) -> None:
+        if not self.open_calls:
+            return
+        if response["status"] == "canceled":
+            error = CANCELLED
+        elif self.stop is not None:
+            error = f"{CANCELLED}: {self.stop.reason}"
+        elif response["status"] == "failed":
+            error = "abandoned: the agent failed before this tool finished"
+        else:
+            error = "abandoned: the agent replied before this tool finished"
+        for call_id, name in list(self.open_calls.items()):
+            await self._publish_frame(ToolCallFailed(tool_call_id=call_id, name=name, error=error))
+
+    async def _watch(self, control: Subscription) -> None:
+        async for envelope in control:
+            try:
+                self._on_control(envelope)
+            except Exception:
+                logger.exception("task %s: bad control message %.200r", self.cid, envelope)
+
+    def _on_control(self, envelope: Envelope) -> None:
+        payload = envelope.payload
+        if envelope.topic == TOPIC_CANCEL:
+            reason = payload.get("reason")
+            self.request_stop(
+                "cancel", reason if isinstance(reason, str) and reason else "canceled by the client"
+            )
+        elif envelope.topic == TOPIC_INPUT_RESPONSE:
+            future = self.questions.get(str(payload.get("requestId")))
+            if future is None or future.done():
+                logger.warning("task %s: an answer to no open question: %.200r", self.cid, payload)
+                return
+            parts = tuple(
+                Part.model_validate(p) for p in payload.get("parts") or () if isinstance(p, dict)
+            )
+            future.set_result(UserAnswer(text=str(payload.get("text") or ""), parts=parts))
+
+    # --- driving the agent ------------------------------------------------------------------
+
+    async def _drive(self) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        budget = self.runtime.time_limit
+        try:
+            stream = self.agent(self.task)
+        except Exception as exc:
+            return self._failure(exc)
+        asend = getattr(stream, "asend", None)
+        to_send: Any = None
+        try:
+            while True:
+                started = loop.time()
+                deadline = asyncio.timeout(budget)
+                try:
+                    async with deadline:
+                        if to_send is not None and asend is None:
+                            raise AgentError(
+                                "this agent is an async iterator without asend(); it cannot "
+                                "receive tool results or answers (write it as an async generator)"
+                            )
+                        event = await (asend(to_send) if asend is not None else anext(stream))
+                        to_send = None
+                        outcome = await self._handle(event)
+                except TimeoutError:
+                    if not deadline.expired():
+                        raise  # the agent's own TimeoutError: a failure like any other
+                    self.stop = _Stopped(
+                        "timeout",
+                        f"the agent exceeded its time budget of {self.runtime.time_limit:g} s "
+                        "and was stopped",
+                    )
+                    return self._stopped_response(self.stop)
+                # Only time spent working counts; waiting for the user's answer does not.
+                budget -= loop.time() - started
+                if isinstance(outcome, _Done):
+                    return outcome.response
+                if isinstance(outcome, _AwaitInput):
+                    to_send = await self._ask(outcome.request)
+                else:
+                    to_send = outcome
+        except StopAsyncIteration:
+            return {"status": "failed", "error": "the agent finished without a reply"}
+        except Exception as exc:
+            return self._failure(exc)
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(BaseException):
+                    await aclose()
+
+    def _failure(self, exc: Exception) -> dict[str, Any]:
+        while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]  # a TaskGroup of tools wraps what went wrong
+        if isinstance(exc, AgentError):
+            return {"status": "failed", "error": str(exc) or "the agent failed"}
+        logger.exception("task %s: the agent raised", self.cid)
+        return {"status": "failed", "error": f"the agent failed: {type(exc).__name__}: {exc}"}
+
+    async def _handle(self, event: Any) -> Any:
+        if isinstance(event, Reply):
+            return _Done(self._reply(event))
+        if isinstance(event, Progress):
+            await self._publish_progress(event)
+            return None
+        if isinstance(event, ToolCall):
+            return (await self._run_tools([event]))[0]
+        if isinstance(event, InputRequest):
+            return _AwaitInput(event)
+        if (
+            isinstance(event, list | tuple)
+            and event
+            and all(isinstance(e, ToolCall) for e in event)
+        ):
+            return await self._run_tools(list(event))
+        frames = self._as_frames(event)
+        if frames is not None:
+            await self._publish_turn(frames)
+            return None
+        raise AgentError(
+            f"the agent yielded {type(event).__name__}, which is not an event (Progress, "
+            "ToolCall, a tool-call frame, InputRequest or Reply)"
+        )
+
+    @staticmethod
+    def _as_frames(event: Any) -> list[Frame] | None:
+        items = event if isinstance(event, list | tuple) else [event]
+        if not items:
+            return None
+        try:
+            return [frame_from_wire(item) for item in items]
+        except ToolCallParseError as exc:
+            if any(isinstance(i, dict) and "phase" in i for i in items):
+                raise AgentError(f"the agent yielded an invalid tool-call frame: {exc}") from None
+            return None
+
+    def _reply(self, reply: Reply) -> dict[str, Any]:
+        parts = [p.to_wire() for p in reply.parts]
+        parts += [Part(data=_jsonable(value)).to_wire() for value in reply.data]
+        response: dict[str, Any] = {"status": "completed"}
+        if reply.text is not None:
+            response["text"] = reply.text
+        if parts:
+            response["parts"] = parts
+        return response
+
+    async def _ask(self, request: InputRequest) -> UserAnswer:
+        request_id = uuid.uuid4().hex
+        future: asyncio.Future[UserAnswer] = asyncio.get_running_loop().create_future()
+        self.questions[request_id] = future
+        payload: dict[str, Any] = {"requestId": request_id, "question": request.question}
+        if request.meta:
+            payload["meta"] = _jsonable(request.meta)
+        try:
+            await self.publisher.publish(TOPIC_INPUT_REQUEST, payload)
+            return await future
+        finally:
+            del self.questions[request_id]
+
+    # --- publishing -------------------------------------------------------------------------
+
+    async def _publish_progress(self, progress: Progress) -> None:
+        payload: dict[str, Any] = {"text": progress.text}
+        if progress.step is not None:
+            payload["step"] = progress.step
+        if progress.percent is not None:
+            payload["percent"] = progress.percent
+        if progress.meta:
+            payload["meta"] = _jsonable(progress.meta)
+        await self.publisher.publish(TOPIC_PROGRESS, payload)
+
+    async def _narrate(self, calls: Sequence[tuple[str, Any]]) -> None:
+        try:
+            text = self.runtime.humanizer(calls)
+        except Exception:
+            logger.exception("the narration humanizer failed; using the built-in one")
+            text = humanize(calls)
+        if text:
+            await self.publisher.publish(TOPIC_PROGRESS, {"text": text})
+
+    async def _publish_turn(self, frames: list[Frame]) -> None:
+        starts = [(f.name, f.args) for f in frames if isinstance(f, ToolCallStarted)]
+        if starts:
+            await self._narrate(starts)
+        for frame in frames:
+            await self._publish_frame(frame)
+
+    async def _publish_frame(self, frame: Frame) -> None:
+        # Track before sending: if the send is interrupted, the invocation is still closed
+        # later with a failed frame (clients tolerate an outcome without its start).
+        if isinstance(frame, ToolCallStarted):
+            self.open_calls[frame.tool_call_id] = frame.name
+        else:
+            self.open_calls.pop(frame.tool_call_id, None)
+        payload = {"frame": frame.to_wire()}
+        # Shielded: once a frame is handed to the bus, a cancel must not cut it in half; the
+        # publisher's lock keeps it ahead of anything published after the cancel.
+        await asyncio.shield(self.publisher.publish(TOPIC_TOOLFRAME, payload))
+
+    async def _run_tools(self, calls: list[ToolCall]) -> list[ToolResult]:
+        ids = [call.id or uuid.uuid4().hex for call in calls]
+        await self._narrate([(call.name, call.args) for call in calls])
+        for call, call_id in zip(calls, ids, strict=True):
+            await self._publish_frame(
+                ToolCallStarted(tool_call_id=call_id, name=call.name, args=_jsonable(call.args))
+            )
+        async with asyncio.TaskGroup() as group:
+            runs = [
+                group.create_task(self._run_tool(call, call_id))
+                for call, call_id in zip(calls, ids, strict=True)
+            ]
+        return [run.result() for run in runs]
+
+    async def _run_tool(self, call: ToolCall, call_id: str) -> ToolResult:
+        try:
+            if call.run is None:
+                raise AgentError(f"ToolCall {call.name!r} has no run function")
+            value = await _invoke(call.run, call.args)
+        except Exception as exc:  # a failing tool fails the invocation, not the task
+            error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, AgentError) else str(exc)
+            await self._publish_frame(
+                ToolCallFailed(tool_call_id=call_id, name=call.name, error=error)
+            )
+            return ToolResult(id=call_id, name=call.name, ok=False, error=error)
+        await self._publish_frame(
+            ToolCallCompleted(tool_call_id=call_id, name=call.name, result=_jsonable(value))
+        )
+        return ToolResult(id=call_id, name=call.name, ok=True, value=value)
+
+
+async def _invoke(run: Callable[..., Any], args: Any) -> Any:
+    if isinstance(args, dict):
+        call = functools.partial(run, **args)
+    else:
+        call = functools.partial(run, args)
+    if inspect.iscoroutinefunction(run):
+        return await call()
+    result = await asyncio.to_thread(call)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+class Runtime:
+    """Runs agents for work requests from the bus, in this process.
+
+    Arguments default to the settings (``AGENTS``, ``DEFAULT_AGENT``, ``TASK_TIME_LIMIT``,
+    ``WORKER_CONCURRENCY``, ``HUMANIZER``/``NARRATION_RULES``) and the configured bus.
+    """
+
+    def __init__(
+        self,
+        *,
+        bus: Bus | None = None,
+        agents: Mapping[str, Agent] | None = None,
+        default_agent: str | None = None,
+        time_limit: float | None = None,
+        concurrency: int | None = None,
+        humanizer: Humanizer | None = None,
+    ) -> None:
+        from a2a_toolcall.conf import get_setting
+        from a2a_toolcall.runtime.narration import get_humanizer
+        from a2a_toolcall.runtime.registry import load_agents
+
+        self.bus = bus or Bus()
+        self.agents: dict[str, Agent] = dict(agents) if agents is not None else load_agents()
+        self.default_agent = (
+            default_agent or get_setting("DEFAULT_AGENT") or next(iter(self.agents), None)
+        )
+        self.time_limit = float(time_limit or get_setting("TASK_TIME_LIMIT"))
+        self.concurrency = int(concurrency or get_setting("WORKER_CONCURRENCY"))
+        self.humanizer = humanizer or get_humanizer()
+        self._runs: dict[str, _TaskRun] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._serving: asyncio.Task[None] | None = None
+
+    # --- one task ---------------------------------------------------------------------------
+
+    async def run(self, request: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Run one work request to its response (which is also published); None if unusable."""
+        cid = request.get("cid")
+        try:
+            if not isinstance(cid, str):
+                raise ValueError("no task id")
+            group_name(TOPIC_RESPONSE, cid)
+        except ValueError:
+            logger.error("dropping a work request with an unusable task id: %.200r", request)
+            return None
+        try:
+            task = AgentInput(
+                task_id=cid,
+                context_id=request.get("contextId"),
+                message=Message.model_validate(request.get("message")),
+                history=tuple(Message.model_validate(m) for m in request.get("history") or ()),
+                metadata=dict(request.get("metadata") or {}),
+            )
+        except (ValidationError, TypeError, ValueError) as exc:
+            return await self._reject(cid, f"the work request is invalid: {exc}")
+        name = request.get("agent") or self.default_agent
+        agent = self.agents.get(name) if isinstance(name, str) else None
+        if agent is None:
+            known = ", ".join(sorted(self.agents)) or "none"
+            return await self._reject(
+                cid, f"no agent named {name!r} is registered (registered: {known})"
+            )
+        run = _TaskRun(self, cid, agent, task)
+        self._runs[cid] = run
+        try:
+            return await run.execute()
+        finally:
+            self._runs.pop(cid, None)
+
+    async def _reject(self, cid: str, error: str) -> dict[str, Any]:
+        response = {"status": "failed", "error": error}
+        await self.bus.publisher(cid).publish(TOPIC_RESPONSE, response)
+        return response
+
+    # --- serving ----------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Take work requests until cancelled, at most ``concurrency`` tasks at once."""
+        slots = asyncio.Semaphore(self.concurrency)
+        while True:
+            await slots.acquire()
+            try:
+                request = await self.bus.receive_request()
+            except BaseException:
+                slots.release()
+                raise
+            task = asyncio.ensure_future(self._run_logged(request))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda _: slots.release())
+
+    async def _run_logged(self, request: Mapping[str, Any]) -> None:
+        try:
+            await self.run(request)
+        except Exception:
+            logger.exception("task %s: the runtime failed", request.get("cid"))
+
+    def start(self) -> asyncio.Task[None]:
+        """Serve in the background on the running loop (idempotent)."""
+        if self._serving is None or self._serving.done():
+            self._serving = asyncio.ensure_future(self.serve())
+        return self._serving
+
+    @property
+    def is_serving(self) -> bool:
+        """True while the background serve loop runs."""
+        return self._serving is not None and not self._serving.done()
+
+    @property
+    def running_tasks(self) -> list[str]:
+        """Ids of the tasks running now."""
+        return list(self._runs)
+
+    async def shutdown(self, reason: str = "the agent runtime is shutting down") -> None:
+        """Stop taking work, fail the running tasks with ``reason``, wait for their responses."""
+        if self._serving is not None:
+            self._serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._serving
+        for run in list(self._runs.values()):
+            run.request_stop("shutdown", reason)
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+_IN_PROCESS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Runtime] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def runs_in_process() -> bool:
+    """Whether the runtime runs in the web process (``RUN_IN_PROCESS``; auto: in-memory layer)."""
+    from channels.layers import InMemoryChannelLayer
+
+    from a2a_toolcall.conf import get_setting
+
+    setting = get_setting("RUN_IN_PROCESS")
+    if setting is not None:
+        return bool(setting)
+    return isinstance(Bus().request_layer, InMemoryChannelLayer)
+
+
+def ensure_in_process_runtime() -> Runtime | None:
+    """Start the in-process runtime on this event loop if it should run here and is not running.
+
+    Called by the A2A views before they publish work; returns the runtime, or None when work
+    goes to worker processes.
+    """
+    if not runs_in_process():
+        return None
+    loop = asyncio.get_running_loop()
+    runtime = _IN_PROCESS.get(loop)
+    if runtime is None:
+        runtime = _IN_PROCESS[loop] = Runtime()
+    runtime.start()
+    return runtime

@@ -1,0 +1,283 @@
+"""The bus on the three channel layers: in-memory, Redis (core) and Redis PubSub, for real."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from channels.layers import BaseChannelLayer, InMemoryChannelLayer
+from channels_redis.core import RedisChannelLayer
+from channels_redis.pubsub import RedisPubSubChannelLayer
+from django.conf import settings
+
+from a2a_toolcall import bus as b
+from a2a_toolcall.bus import (
+    TASK_TOPICS,
+    TOPIC_PROGRESS,
+    TOPIC_RESPONSE,
+    TOPIC_TOOLFRAME,
+    Bus,
+    BusPayloadError,
+    Envelope,
+    check_msgpack_safe,
+    group_name,
+)
+
+
+async def memberships(layer: BaseChannelLayer, group: str) -> set[str]:
+    """The channels the layer itself holds as members of ``group``."""
+    if isinstance(layer, InMemoryChannelLayer):
+        return set(layer.groups.get(group, {}))
+    if isinstance(layer, RedisChannelLayer):
+        client = aioredis.from_url(settings.REDIS_URL)
+        try:
+            members = await client.zrange(layer._group_key(group), 0, -1)
+        finally:
+            await client.aclose()
+        return {m.decode() for m in members}
+    assert isinstance(layer, RedisPubSubChannelLayer)
+    loop_layer = layer._get_layer()
+    return set(loop_layer.groups.get(loop_layer._get_group_channel_name(group), set()))
+
+
+async def pubsub_subscriptions(layer: BaseChannelLayer) -> set[str]:
+    """What the PubSub layer is still subscribed to in Redis (empty for the other layers)."""
+    if not isinstance(layer, RedisPubSubChannelLayer):
+        return set()
+    subscribed: set[str] = set()
+    for shard in layer._get_layer()._shards:
+        subscribed |= {s.decode() if isinstance(s, bytes) else s for s in shard._subscribed_to}
+    return subscribed
+
+
+def test_group_names() -> None:
+    assert group_name(TOPIC_TOOLFRAME, "3f2a-9c") == "agent.skill.toolframe.3f2a-9c"
+    with pytest.raises(ValueError, match="unknown bus topic"):
+        group_name("agent.skill.bogus", "x")
+    with pytest.raises(ValueError, match="cannot be used in a channel group name"):
+        group_name(TOPIC_PROGRESS, "tâche")
+    with pytest.raises(ValueError, match="cannot be used in a channel group name"):
+        group_name(TOPIC_PROGRESS, "")
+    with pytest.raises(ValueError, match="at most 78"):
+        group_name(TOPIC_PROGRESS, "x" * 80)
+    longest = max(TASK_TOPICS + b.CONTROL_TOPICS, key=len)
+    assert len(group_name(longest, str(uuid.uuid4()))) < 100
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ({"at": datetime.datetime(2026, 1, 1)}, "payload.at: datetime is not msgpack-safe"),
+        ({"id": uuid.uuid4()}, "payload.id: UUID is not msgpack-safe"),
+        ({"n": Decimal("1.5")}, "payload.n: Decimal"),
+        ({"s": {1, 2}}, "payload.s: set"),
+        ({"t": (1, 2)}, "tuples come back as lists"),
+        ({"deep": [{"x": [1, object()]}]}, r"payload.deep\[0\].x\[1\]: object"),
+        ({1: "int key"}, "dict key 1 is a int"),
+        ({"big": 2**64}, "does not fit in 64 bits"),
+    ],
+)
+def test_unsafe_payloads_are_named(payload: Any, problem: str) -> None:
+    with pytest.raises(BusPayloadError, match=problem):
+        check_msgpack_safe(payload)
+
+
+def test_safe_payloads_pass() -> None:
+    check_msgpack_safe(
+        {
+            "s": "x",
+            "i": -(2**63),
+            "u": 2**64 - 1,
+            "f": 1.5,
+            "b": True,
+            "n": None,
+            "raw": b"\x00",
+            "l": [1, {"k": [None]}],
+        }
+    )
+
+
+async def test_publishing_an_unsafe_payload_fails_on_every_layer(layer: BaseChannelLayer) -> None:
+    bus = Bus(layer)
+    cid = uuid.uuid4().hex
+    async with bus.subscribe(cid, TASK_TOPICS) as sub:
+        with pytest.raises(BusPayloadError, match="payload.frame.args.when: datetime"):
+            await bus.publish(
+                TOPIC_TOOLFRAME,
+                cid,
+                {"frame": {"args": {"when": datetime.datetime.now(datetime.UTC)}}},
+                seq=1,
+            )
+        with pytest.raises(BusPayloadError, match="request.metadata.ids"):
+            await bus.send_request({"cid": cid, "metadata": {"ids": ("a", "b")}})
+        assert await sub.get(timeout=0.2) is None  # nothing half-sent
+
+
+async def test_events_of_one_task_arrive_in_order_with_consecutive_seq(
+    layer: BaseChannelLayer,
+) -> None:
+    bus = Bus(layer)
+    cid = uuid.uuid4().hex
+    publisher = bus.publisher(cid)
+    async with bus.subscribe(cid, TASK_TOPICS) as sub:
+        topics = [TOPIC_PROGRESS, TOPIC_TOOLFRAME, TOPIC_TOOLFRAME, TOPIC_PROGRESS] * 10
+        sent = [await publisher.publish(t, {"n": i}) for i, t in enumerate(topics)]
+        sent.append(await publisher.publish(TOPIC_RESPONSE, {"status": "completed"}))
+        received = [await asyncio.wait_for(anext(aiter(sub)), 5) for _ in sent]
+    assert received == sent
+    assert [e.seq for e in received] == list(range(1, len(sent) + 1))
+    assert publisher.last_seq == len(sent)
+    assert all(isinstance(e.ts, float) for e in received)
+
+
+async def test_subscription_leaves_every_group_on_exit(layer: BaseChannelLayer) -> None:
+    bus = Bus(layer)
+    cid = uuid.uuid4().hex
+    groups = [group_name(t, cid) for t in TASK_TOPICS]
+    async with bus.subscribe(cid, TASK_TOPICS) as sub:
+        for group in groups:
+            assert await memberships(layer, group) == {sub.channel}
+        assert await sub.get(timeout=0.05) is None  # a keepalive tick; receive stays pending
+    for group in groups:
+        assert await memberships(layer, group) == set()
+    assert not any(cid in s for s in await pubsub_subscriptions(layer))
+
+
+async def test_subscription_leaves_on_cancellation_and_error(layer: BaseChannelLayer) -> None:
+    bus = Bus(layer)
+    cid = uuid.uuid4().hex
+    entered = asyncio.Event()
+
+    async def consumer() -> None:
+        async with bus.subscribe(cid, TASK_TOPICS) as sub:
+            entered.set()
+            async for _ in sub:
+                pass
+
+    task = asyncio.ensure_future(consumer())
+    await asyncio.wait_for(entered.wait(), 5)
+    task.cancel()  # a client disconnect reaches a streaming view as a cancellation
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for topic in TASK_TOPICS:
+        assert await memberships(layer, group_name(topic, cid)) == set()
+
+    with pytest.raises(RuntimeError, match="boom"):
+        async with bus.subscribe(cid, [TOPIC_RESPONSE]):
+            raise RuntimeError("boom")
+    assert await memberships(layer, group_name(TOPIC_RESPONSE, cid)) == set()
+
+
+async def test_no_message_is_lost_across_keepalive_ticks(layer: BaseChannelLayer) -> None:
+    bus = Bus(layer)
+    cid = uuid.uuid4().hex
+    publisher = bus.publisher(cid)
+    received: list[Envelope] = []
+    ticks = 0
+    async with bus.subscribe(cid, TASK_TOPICS) as sub:
+
+        async def produce() -> None:
+            for i in range(60):
+                await publisher.publish(TOPIC_PROGRESS, {"n": i})
+                await asyncio.sleep(0.004)
+
+        producing = asyncio.ensure_future(produce())
+        while len(received) < 60:
+            envelope = await sub.get(timeout=0.003)  # ticks in between the messages
+            if envelope is None:
+                ticks += 1
+            else:
+                received.append(envelope)
+        await producing
+    assert ticks > 0
+    assert [e.payload["n"] for e in received] == list(range(60))
+
+
+async def test_overlapping_tasks_never_see_each_other(layer: BaseChannelLayer) -> None:
+    bus = Bus(layer)
+    count, per_task = 200, 6
+    cids = [uuid.uuid4().hex for _ in range(count)]
+    subscribed = asyncio.Barrier(count + 1)
+
+    async def consume(cid: str) -> list[Envelope]:
+        async with bus.subscribe(cid, TASK_TOPICS) as sub:
+            await subscribed.wait()
+            got = [await asyncio.wait_for(sub.get(), 20) for _ in range(per_task)]
+            assert await sub.get(timeout=0.2) is None  # and nothing else arrives
+            return [e for e in got if e is not None]
+
+    async def produce(cid: str) -> None:
+        publisher = bus.publisher(cid)
+        for i in range(per_task - 1):
+            await publisher.publish(TOPIC_TOOLFRAME if i % 2 else TOPIC_PROGRESS, {"i": i})
+        await publisher.publish(TOPIC_RESPONSE, {"status": "completed"})
+
+    async with asyncio.timeout(60):
+        consumers = [asyncio.ensure_future(consume(cid)) for cid in cids]
+        await subscribed.wait()
+        await asyncio.gather(*(produce(cid) for cid in cids))
+        results = await asyncio.gather(*consumers)
+    for cid, got in zip(cids, results, strict=True):
+        assert {e.cid for e in got} == {cid}
+        assert [e.seq for e in got] == list(range(1, per_task + 1))
+
+
+async def test_requests_are_point_to_point() -> None:
+    # On the in-memory and Redis core layers, one request reaches one receiver.
+    for made in (
+        InMemoryChannelLayer(),
+        RedisChannelLayer(hosts=[settings.REDIS_HOST], prefix=f"p2p-{uuid.uuid4().hex}"),
+    ):
+        bus = Bus(made, request_layer=made)
+        for i in range(5):
+            await bus.send_request({"cid": f"t{i}"})
+        receivers = [asyncio.ensure_future(bus.receive_request()) for _ in range(5)]
+        got = await asyncio.wait_for(asyncio.gather(*receivers), 10)
+        assert sorted(r["cid"] for r in got) == [f"t{i}" for i in range(5)]
+        await made.flush()
+        if isinstance(made, RedisChannelLayer):
+            await made.close_pools()
+
+
+async def test_malformed_messages_are_dropped(layer: BaseChannelLayer) -> None:
+    bus = Bus(layer)
+    cid = uuid.uuid4().hex
+    async with bus.subscribe(cid, [TOPIC_PROGRESS]) as sub:
+        group = group_name(TOPIC_PROGRESS, cid)
+        await layer.group_send(group, {"type": "something.else"})
+        await layer.group_send(group, {"type": b.ENVELOPE_TYPE, "topic": TOPIC_PROGRESS})
+        await layer.group_send(
+            group, Envelope(TOPIC_PROGRESS, "other-task", 1, 0.0, {}).to_message()
+        )
+        good = await bus.publish(TOPIC_PROGRESS, cid, {"text": "ok"}, seq=1)
+        assert await asyncio.wait_for(sub.get(), 5) == good
+
+
+def test_bus_needs_a_configured_layer() -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    with pytest.raises(ImproperlyConfigured, match="CHANNEL_LAYERS has no layer 'nope'"):
+        Bus("nope")
+
+
+def test_envelope_validation() -> None:
+    with pytest.raises(ValueError, match="without 'seq'"):
+        Envelope.from_message(
+            {"type": b.ENVELOPE_TYPE, "topic": "t", "cid": "c", "ts": 1.0, "payload": {}}
+        )
+    with pytest.raises(ValueError, match="wrong type"):
+        Envelope.from_message(
+            {
+                "type": b.ENVELOPE_TYPE,
+                "topic": "t",
+                "cid": "c",
+                "ts": 1.0,
+                "seq": "1",
+                "payload": {},
+            }
+        )

@@ -1,0 +1,93 @@
+"""System checks: every id, with the settings that trigger it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.checks import run_checks
+from django.test import override_settings
+
+REDIS = {"address": "redis://127.0.0.1:6379/0", "socket_timeout": 30}
+MEMORY = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+AGENTS = {"echo": "tests.agents.echo"}
+
+
+def ids(**settings: Any) -> list[str]:
+    with override_settings(**settings):
+        return sorted(m.id for m in run_checks() if m.id and m.id.startswith("a2a_toolcall."))
+
+
+def test_the_test_settings_are_clean() -> None:
+    assert ids() == []
+
+
+@pytest.mark.parametrize(
+    ("config", "layers", "expected"),
+    [
+        ({}, MEMORY, ["a2a_toolcall.E001"]),
+        ({"AGENTS": {"x": "tests.agents.nope"}}, MEMORY, ["a2a_toolcall.E002"]),
+        ({"AGENTS": {"x": "tests.agents.WOKE_UP"}}, MEMORY, ["a2a_toolcall.E002"]),
+        ({"AGENTS": AGENTS, "DEFAULT_AGENT": "other"}, MEMORY, ["a2a_toolcall.E003"]),
+        ({"AGENTS": AGENTS, "CHANNEL_LAYER": "missing"}, MEMORY, ["a2a_toolcall.E004"]),
+        ({"AGENTS": AGENTS, "REQUEST_CHANNEL_LAYER": "gone"}, MEMORY, ["a2a_toolcall.E004"]),
+        ({"AGENTS": AGENTS, "TASK_TIME_LIMIT": 0}, MEMORY, ["a2a_toolcall.E005"]),
+        ({"AGENTS": AGENTS, "WORKER_CONCURRENCY": "8"}, MEMORY, ["a2a_toolcall.E005"]),
+        ({"AGENTS": AGENTS, "NARRATION_RULES": [("(", "x")]}, MEMORY, ["a2a_toolcall.E006"]),
+        ({"AGENTS": AGENTS, "NARRATION_RULES": ["x"]}, MEMORY, ["a2a_toolcall.E006"]),
+        ({"AGENTS": AGENTS, "HUMANIZER": "tests.nowhere.f"}, MEMORY, ["a2a_toolcall.E007"]),
+        (
+            {"AGENTS": AGENTS},
+            {
+                "default": {
+                    "BACKEND": "channels_redis.core.RedisChannelLayer",
+                    "CONFIG": {"hosts": ["redis://127.0.0.1:6379"], "capacity": 10000},
+                }
+            },
+            ["a2a_toolcall.E008"],
+        ),
+        (
+            {"AGENTS": AGENTS},
+            {
+                "default": {
+                    "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+                    "CONFIG": {"hosts": [REDIS]},
+                }
+            },
+            ["a2a_toolcall.W001"],
+        ),
+        ({"AGENTS": AGENTS, "RUN_IN_PROCESS": False}, MEMORY, ["a2a_toolcall.W002"]),
+        (
+            {"AGENTS": AGENTS},
+            {
+                "default": {
+                    "BACKEND": "channels_redis.core.RedisChannelLayer",
+                    "CONFIG": {"hosts": [REDIS]},
+                }
+            },
+            ["a2a_toolcall.W003"],
+        ),
+        (
+            {"AGENTS": AGENTS, "REQUEST_CHANNEL_LAYER": "work"},
+            {
+                "default": {
+                    "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+                    "CONFIG": {"hosts": [REDIS]},
+                },
+                "work": {
+                    "BACKEND": "channels_redis.core.RedisChannelLayer",
+                    "CONFIG": {"hosts": [REDIS], "capacity": 10000},
+                },
+            },
+            [],
+        ),
+    ],
+)
+def test_each_check(config: dict[str, Any], layers: dict[str, Any], expected: list[str]) -> None:
+    assert ids(A2A_TOOLCALL=config, CHANNEL_LAYERS=layers) == expected
+
+
+def test_messages_carry_hints() -> None:
+    with override_settings(A2A_TOOLCALL={}, CHANNEL_LAYERS=MEMORY):
+        (message,) = [m for m in run_checks() if m.id == "a2a_toolcall.E001"]
+    assert "A2A_TOOLCALL" in (message.hint or "")

@@ -1,0 +1,145 @@
+"""``manage.py a2a_worker``: real worker processes on the real Redis layer."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from channels_redis.core import RedisChannelLayer
+from django.conf import settings
+from django.core.management import CommandError, call_command
+
+from a2a_toolcall.bus import TASK_TOPICS, TOPIC_RESPONSE, TOPIC_TOOLFRAME, Bus
+from a2a_toolcall.runtime import build_request
+from a2a_toolcall.testing import TaskRecorder, user_message
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"a2a-worker-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+async def bus(prefix: str) -> AsyncIterator[Bus]:
+    layer = RedisChannelLayer(hosts=[settings.REDIS_HOST], prefix=prefix, capacity=10_000)
+    yield Bus(layer, request_layer=layer)
+    await layer.flush()
+    await layer.close_pools()
+
+
+@pytest.fixture
+def start_worker(prefix: str) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> subprocess.Popen[str]:
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "A2A_TEST_REDIS_PREFIX": prefix,
+            "PYTHONUNBUFFERED": "1",
+        }
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "a2a_worker", "--layer", "redis", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        started.append(process)
+        assert process.stdout is not None
+        line = process.stdout.readline()  # blocks until the worker says it is ready
+        assert "a2a_worker ready" in line, line + process.stdout.read()
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+async def test_a_worker_process_runs_a_request_from_this_process(
+    bus: Bus, start_worker: Callable[..., subprocess.Popen[str]]
+) -> None:
+    worker = start_worker()
+    work = build_request(uuid.uuid4().hex, user_message("hello"), agent="echo")
+    async with TaskRecorder(bus, work["cid"]) as recorder:
+        await bus.send_request(work)
+        run = await recorder.wait(20)
+    assert run.narration == ["thinking", "echoing"]
+    assert run.text == "hello"
+    assert run.response["parts"] == [{"data": {"pid": worker.pid}}]  # type: ignore[index]
+
+
+async def test_two_workers_share_requests_and_each_runs_once(
+    bus: Bus, start_worker: Callable[..., subprocess.Popen[str]]
+) -> None:
+    workers = [start_worker("--concurrency", "1"), start_worker("--concurrency", "1")]
+    works = [
+        build_request(
+            uuid.uuid4().hex, user_message("who"), agent="whoami", metadata={"seconds": 0.2}
+        )
+        for _ in range(20)
+    ]
+    subscriptions = [bus.subscribe(w["cid"], TASK_TOPICS) for w in works]
+    for sub in subscriptions:
+        await sub.__aenter__()
+    try:
+        for work in works:
+            await bus.send_request(work)
+        seen: dict[str, list[str]] = {w["cid"]: [] for w in works}
+        pids: dict[str, str] = {}
+        async with asyncio.timeout(60):
+            for sub, work in zip(subscriptions, works, strict=True):
+                while True:
+                    envelope = await sub.get()
+                    assert envelope is not None and envelope.cid == work["cid"]
+                    seen[work["cid"]].append(envelope.topic)
+                    if envelope.topic == TOPIC_RESPONSE:
+                        pids[work["cid"]] = envelope.payload["text"]
+                        break
+        # Give a duplicate run time to show itself, then check there was none.
+        late = await asyncio.gather(*(sub.get(timeout=0.3) for sub in subscriptions))
+        assert late == [None] * len(subscriptions)
+    finally:
+        for sub in subscriptions:
+            await sub.aclose()
+    assert all(topics == ["agent.skill.progress", TOPIC_RESPONSE] for topics in seen.values())
+    assert set(pids.values()) == {str(w.pid) for w in workers}  # both took a share
+
+
+async def test_sigterm_fails_running_tasks_with_a_reason_and_exits(
+    bus: Bus, start_worker: Callable[..., subprocess.Popen[str]]
+) -> None:
+    worker = start_worker()
+    work = build_request(
+        uuid.uuid4().hex, user_message("park"), agent="parked", metadata={"seconds": 60}
+    )
+    async with TaskRecorder(bus, work["cid"]) as recorder:
+        await bus.send_request(work)
+        await recorder.wait_for(TOPIC_TOOLFRAME)
+        worker.send_signal(signal.SIGTERM)
+        run = await recorder.wait(20)
+    assert run.response == {"status": "failed", "error": "the worker is shutting down"}
+    assert [f.phase for f in run.frames] == ["started", "failed"]
+    assert worker.wait(20) == 0
+    assert worker.stdout is not None
+    output = worker.stdout.read()
+    assert "failing 1 running task(s)" in output and "a2a_worker stopped" in output
+
+
+def test_the_worker_refuses_the_in_memory_layer() -> None:
+    with pytest.raises(CommandError, match="InMemoryChannelLayer, which cannot reach"):
+        call_command("a2a_worker")
