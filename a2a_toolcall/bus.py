@@ -12,9 +12,17 @@ topic                           direction           payload
 ``agent.skill.toolframe.{cid}`` runtime -> server   ``{frame}`` (a tool-call-v1 frame)
 ``agent.input.request.{cid}``   runtime -> server   ``{requestId, question, meta?}``
 ``agent.skill.response.{cid}``  runtime -> server   ``{status, text?, parts?, error?, reason?}``
+``agent.skill.sync.{cid}``      runtime -> server   ``{lastSeq}``: "alive, nothing more" (seq 0)
 ``agent.skill.cancel.{cid}``    server -> runtime   ``{reason?}``
 ``agent.input.response.{cid}``  server -> runtime   ``{requestId, text, parts?}``
+``agent.skill.resend.{cid}``    server -> runtime   ``{from}`` (resend, probe) ``{ack}`` ``{done}``
 ==============================  ==================  =============================================
+
+Channel layers lose messages (over capacity, nobody listening, a PubSub hiccup), so delivery
+from the runtime is made reliable on top: the runtime keeps every envelope of a task until the
+consumer acknowledges it, a consumer (:class:`TaskStream`) asks for what a ``seq`` gap shows
+missing and probes when the runtime goes quiet, and the runtime answers a probe that finds
+nothing missing with a ``sync`` envelope.
 
 Every message is an :class:`Envelope` (type, topic, cid, timestamp, per-task ``seq``, payload).
 Channel layers are lossy and at-most-once, and Redis carries messages as msgpack, so envelopes
@@ -25,6 +33,7 @@ the order of record (docs/architecture.md).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import logging
@@ -43,19 +52,24 @@ __all__ = [
     "CONTROL_TOPICS",
     "ENVELOPE_TYPE",
     "REQUEST_CHANNEL",
+    "STREAM_TOPICS",
     "TASK_TOPICS",
     "TOPIC_CANCEL",
     "TOPIC_INPUT_REQUEST",
     "TOPIC_INPUT_RESPONSE",
     "TOPIC_PROGRESS",
     "TOPIC_REQUEST",
+    "TOPIC_RESEND",
     "TOPIC_RESPONSE",
+    "TOPIC_SYNC",
     "TOPIC_TOOLFRAME",
     "Bus",
     "BusPayloadError",
     "Envelope",
+    "RuntimeLost",
     "Subscription",
     "TaskPublisher",
+    "TaskStream",
     "check_msgpack_safe",
     "group_name",
 ]
@@ -67,8 +81,10 @@ TOPIC_PROGRESS: Final = "agent.skill.progress"
 TOPIC_TOOLFRAME: Final = "agent.skill.toolframe"
 TOPIC_INPUT_REQUEST: Final = "agent.input.request"
 TOPIC_RESPONSE: Final = "agent.skill.response"
+TOPIC_SYNC: Final = "agent.skill.sync"
 TOPIC_CANCEL: Final = "agent.skill.cancel"
 TOPIC_INPUT_RESPONSE: Final = "agent.input.response"
+TOPIC_RESEND: Final = "agent.skill.resend"
 
 REQUEST_CHANNEL: Final = TOPIC_REQUEST
 """The layer channel work requests travel on (a channel, not a group: point-to-point)."""
@@ -76,13 +92,21 @@ REQUEST_CHANNEL: Final = TOPIC_REQUEST
 TASK_TOPICS: Final = (TOPIC_PROGRESS, TOPIC_TOOLFRAME, TOPIC_INPUT_REQUEST, TOPIC_RESPONSE)
 """What the runtime publishes for a task, in the order a stream consumer subscribes to them."""
 
-CONTROL_TOPICS: Final = (TOPIC_CANCEL, TOPIC_INPUT_RESPONSE)
+STREAM_TOPICS: Final = (*TASK_TOPICS, TOPIC_SYNC)
+"""What a reliable consumer of a task (:class:`TaskStream`) subscribes to."""
+
+CONTROL_TOPICS: Final = (TOPIC_CANCEL, TOPIC_INPUT_RESPONSE, TOPIC_RESEND)
 """What the server publishes to the runtime about a running task."""
 
-_GROUP_TOPICS: Final = frozenset(TASK_TOPICS + CONTROL_TOPICS)
+_GROUP_TOPICS: Final = frozenset(STREAM_TOPICS + CONTROL_TOPICS)
 ENVELOPE_TYPE: Final = "a2a.envelope"
 _WAKEUP_TYPE: Final = "a2a.wakeup"
 _REQUEST_QUEUE_WAIT: Final = 30.0
+_CLAIM_SECONDS: Final = 7 * 24 * 3600
+_LOCAL_CLAIMS_KEPT: Final = 100_000
+_local_claims: weakref.WeakKeyDictionary[Any, collections.OrderedDict[str, None]] = (
+    weakref.WeakKeyDictionary()
+)
 _DRAIN_SECONDS: Final = 5.0
 
 # Channels' own rule for group names: ASCII letters, digits, '-', '_', '.', under 100 chars.
@@ -262,11 +286,15 @@ class Bus:
     async def publish(self, topic: str, cid: str, payload: dict[str, Any], *, seq: int) -> Envelope:
         """Send one envelope to the group of ``topic`` for task ``cid``."""
         envelope = Envelope(topic=topic, cid=cid, seq=seq, ts=time.time(), payload=payload)
-        message = envelope.to_message()
         check_msgpack_safe(payload)
-        async with _operation_slot(self.layer):
-            await self.layer.group_send(group_name(topic, cid), message)
+        await self.send_envelope(envelope)
         return envelope
+
+    async def send_envelope(self, envelope: Envelope) -> None:
+        """Send (or send again) an envelope as it is, to its topic's group."""
+        group = group_name(envelope.topic, envelope.cid)
+        async with _operation_slot(self.layer):
+            await self.layer.group_send(group, envelope.to_message())
 
     async def send_request(self, request: dict[str, Any]) -> None:
         """Queue work for the runtime (one worker takes it)."""
@@ -292,6 +320,30 @@ class Bus:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.5)
 
+    async def claim(self, cid: str) -> bool:
+        """Claim task ``cid`` for this runtime; False if another delivery already claimed it.
+
+        A Redis channel layer can deliver one message to two readers of a shared channel (its
+        crash-recovery "backup" queue is put back by whichever reader polls next:
+        django/channels_redis#163), so runtimes claim each task with ``SET NX`` before running
+        it. Other layers cannot reach another process; there a claim is remembered in-process.
+        """
+        from channels_redis.core import RedisChannelLayer
+
+        layer = self.request_layer
+        if not isinstance(layer, RedisChannelLayer):
+            claimed = _local_claims.setdefault(layer, collections.OrderedDict())
+            if cid in claimed:
+                return False
+            claimed[cid] = None
+            if len(claimed) > _LOCAL_CLAIMS_KEPT:
+                claimed.popitem(last=False)
+            return True
+        key = f"{layer.prefix}:a2a-claim:{cid}"
+        connection = layer.connection(layer.consistent_hash(key))
+        async with _operation_slot(layer):
+            return bool(await connection.set(key, b"1", nx=True, ex=_CLAIM_SECONDS))
+
     async def receive_request(self) -> dict[str, Any]:
         """Wait for the next work request (competing with other runtimes on the same layer)."""
         while True:
@@ -311,10 +363,11 @@ class Bus:
 
 
 class TaskPublisher:
-    """Publishes the envelopes of one task with consecutive ``seq`` numbers.
+    """Publishes the envelopes of one task with consecutive ``seq`` numbers, and can resend them.
 
     Publishing is serialised by a lock so that ``seq`` order is emission order even when several
-    coroutines of one task (parallel tools) publish at once.
+    coroutines of one task (parallel tools) publish at once. Every envelope is kept until a
+    consumer acknowledges it (:meth:`acknowledge`), so a gap can be filled (:meth:`resend`).
     """
 
     def __init__(self, bus: Bus, cid: str, *, first_seq: int = 1) -> None:
@@ -324,6 +377,7 @@ class TaskPublisher:
         self._seq = itertools.count(first_seq)
         self._lock = asyncio.Lock()
         self.last_seq = first_seq - 1
+        self._outbox: collections.deque[Envelope] = collections.deque()
 
     async def publish(self, topic: str, payload: dict[str, Any]) -> Envelope:
         """Publish the next envelope of this task."""
@@ -336,10 +390,35 @@ class TaskPublisher:
                 self._seq = itertools.count(seq)
                 raise
             self.last_seq = seq
+            self._outbox.append(envelope)
         # An in-memory group_send never suspends; without a yield here an agent publishing
         # in a tight loop would fill its subscribers' queues before they ever run.
         await asyncio.sleep(0)
         return envelope
+
+    async def resend(self, from_seq: int) -> int:
+        """Send again every kept envelope from ``from_seq`` on; if there is none, a ``sync``.
+
+        Returns how many envelopes were sent again.
+        """
+        async with self._lock:
+            again = [e for e in self._outbox if e.seq >= from_seq]
+            for envelope in again:
+                await self.bus.send_envelope(envelope)
+            if not again:
+                sync = Envelope(TOPIC_SYNC, self.cid, 0, time.time(), {"lastSeq": self.last_seq})
+                await self.bus.send_envelope(sync)
+        return len(again)
+
+    def acknowledge(self, seq: int) -> None:
+        """Forget the envelopes up to ``seq``: a consumer has them."""
+        while self._outbox and self._outbox[0].seq <= seq:
+            self._outbox.popleft()
+
+    @property
+    def kept(self) -> int:
+        """How many envelopes are kept for resending."""
+        return len(self._outbox)
 
 
 class Subscription:
@@ -464,3 +543,107 @@ class Subscription:
             envelope = await self.get()
             assert envelope is not None  # no timeout given
             yield envelope
+
+
+class RuntimeLost(Exception):
+    """The runtime running a task stopped answering (or never picked the task up)."""
+
+
+class TaskStream:
+    """A task's envelopes from the runtime, exactly once and in ``seq`` order, over a lossy bus.
+
+    Out-of-order envelopes wait in a buffer while the runtime is asked to resend what the gap
+    shows missing; duplicates are dropped; when nothing arrives for ``probe_after`` seconds the
+    runtime is probed, and it answers with what is missing or a ``sync``. :meth:`get` raises
+    :class:`RuntimeLost` if nothing at all is heard for ``first_wait`` seconds before the first
+    envelope, or for ``lost_after`` seconds later. Open it *before* the work is requested.
+    """
+
+    def __init__(
+        self,
+        bus: Bus,
+        cid: str,
+        *,
+        probe_after: float = 2.0,
+        lost_after: float = 30.0,
+        first_wait: float = 120.0,
+        ack_every: int = 64,
+    ) -> None:
+        self.bus = bus
+        self.cid = cid
+        self.expected = 1
+        self.probe_after = probe_after
+        self.lost_after = lost_after
+        self.first_wait = first_wait
+        self.ack_every = ack_every
+        self._subscription = bus.subscribe(cid, STREAM_TOPICS)
+        self._early: dict[int, Envelope] = {}
+        self._control_seq = itertools.count(1)
+        self._heard_at = 0.0
+        self._asked_at = 0.0
+        self._heard_anything = False
+
+    async def __aenter__(self) -> TaskStream:
+        await self._subscription.__aenter__()
+        self._heard_at = self._asked_at = asyncio.get_running_loop().time()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._subscription.aclose()
+
+    async def _control(self, payload: dict[str, Any]) -> None:
+        try:
+            await self.bus.publish(TOPIC_RESEND, self.cid, payload, seq=next(self._control_seq))
+        except Exception:
+            logger.exception("task %s: could not reach the runtime", self.cid)
+
+    async def get(self, timeout: float | None = None) -> Envelope | None:
+        """The next envelope in ``seq`` order, or None when ``timeout`` passes first."""
+        loop = asyncio.get_running_loop()
+        until = None if timeout is None else loop.time() + timeout
+        while True:
+            ready = self._early.pop(self.expected, None)
+            if ready is not None:
+                return await self._deliver(ready)
+            now = loop.time()
+            patience = self.lost_after if self._heard_anything else self.first_wait
+            if now - self._heard_at > patience:
+                raise RuntimeLost(
+                    f"no word from the agent runtime for {now - self._heard_at:.0f} s"
+                    if self._heard_anything
+                    else f"no agent runtime picked the task up within {patience:g} s"
+                )
+            if now - max(self._heard_at, self._asked_at) >= self.probe_after:
+                self._asked_at = now
+                await self._control({"from": self.expected})
+            wait = self.probe_after - (loop.time() - max(self._heard_at, self._asked_at))
+            if until is not None:
+                if loop.time() >= until:
+                    return None
+                wait = min(wait, until - loop.time())
+            envelope = await self._subscription.get(timeout=max(0.0, wait))
+            if envelope is None:
+                continue
+            self._heard_at = loop.time()
+            self._heard_anything = True
+            if envelope.topic == TOPIC_SYNC:
+                continue
+            if envelope.seq < self.expected or envelope.seq in self._early:
+                continue  # a duplicate (a resend of something we have)
+            if envelope.seq > self.expected:
+                self._early[envelope.seq] = envelope
+                if len(self._early) == 1 or loop.time() - self._asked_at > self.probe_after:
+                    self._asked_at = loop.time()
+                    await self._control({"from": self.expected})
+                continue
+            return await self._deliver(envelope)
+
+    async def _deliver(self, envelope: Envelope) -> Envelope:
+        self.expected = envelope.seq + 1
+        if envelope.seq % self.ack_every == 0:
+            await self._control({"ack": envelope.seq})
+        return envelope
+
+    async def finish(self) -> None:
+        """Tell the runtime everything arrived, so it can forget the task."""
+        await self._control({"done": True, "ack": self.expected - 1})

@@ -162,16 +162,22 @@ def _check_redis_socket_timeout(alias: str, layer: dict[str, Any]) -> list[Check
 
 def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
     errors: list[CheckMessage] = []
-    for key, kind, minimum in (
-        ("TASK_TIME_LIMIT", (int, float), 0),
-        ("WORKER_CONCURRENCY", (int,), 0),
+    for key, kind, zero_ok in (
+        ("TASK_TIME_LIMIT", (int, float), False),
+        ("WORKER_CONCURRENCY", (int,), False),
+        ("RETAIN_AFTER_RESPONSE", (int, float), True),
     ):
         value = config[key]
-        if isinstance(value, bool) or not isinstance(value, kind) or value <= minimum:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, kind)
+            or value < 0
+            or (value == 0 and not zero_ok)
+        ):
+            what = "a number >= 0" if zero_ok else "a positive number"
             errors.append(
                 Error(
-                    f"A2A_TOOLCALL['{key}'] must be a positive number, not {value!r}.",
-                    id="a2a_toolcall.E005",
+                    f"A2A_TOOLCALL['{key}'] must be {what}, not {value!r}.", id="a2a_toolcall.E005"
                 )
             )
     return errors

@@ -30,6 +30,9 @@ DEFAULTS: Final[dict[str, Any]] = {
     "TASK_TIME_LIMIT": 300.0,
     # Tasks one runtime (one worker process) runs at once.
     "WORKER_CONCURRENCY": 64,
+    # Seconds the runtime keeps a finished task's messages for a consumer that has not yet
+    # confirmed it received them all (the bus is lossy; consumers ask for what they missed).
+    "RETAIN_AFTER_RESPONSE": 30.0,
     # Narration: extra rules tried before the built-in ones, as (regex on the tool name,
     # phrase template with {name}, {agent} and {args}), and/or a dotted path to a function
     # replacing the humanizer altogether: (calls: Sequence[tuple[str, Any]]) -> str.

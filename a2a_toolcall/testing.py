@@ -31,6 +31,7 @@ from a2a_toolcall.bus import (
     TOPIC_INPUT_REQUEST,
     TOPIC_INPUT_RESPONSE,
     TOPIC_PROGRESS,
+    TOPIC_RESEND,
     TOPIC_RESPONSE,
     TOPIC_TOOLFRAME,
     Bus,
@@ -140,6 +141,9 @@ class TaskRecorder:
                 await self._task
         if self._subscription is not None:
             await self._subscription.aclose()
+        if self.run.response is not None:
+            # Tell the runtime it may forget the task (it keeps it for resend requests).
+            await self._control(TOPIC_RESEND, {"done": True})
 
     async def _record(self, subscription: Subscription) -> AgentRun:
         async for envelope in subscription:
@@ -165,20 +169,17 @@ class TaskRecorder:
                 await asyncio.sleep(0.005)
         return self.run.of(topic)[count - 1]
 
+    async def _control(self, topic: str, payload: dict[str, Any]) -> None:
+        self._seq += 1
+        await self.bus.publish(topic, self.run.cid, payload, seq=self._seq)
+
     async def answer(self, request_id: str, text: str) -> None:
         """Answer a question of the agent."""
-        self._seq += 1
-        await self.bus.publish(
-            TOPIC_INPUT_RESPONSE,
-            self.run.cid,
-            {"requestId": request_id, "text": text},
-            seq=self._seq,
-        )
+        await self._control(TOPIC_INPUT_RESPONSE, {"requestId": request_id, "text": text})
 
     async def cancel(self, reason: str = "canceled by the test") -> None:
         """Ask the runtime to cancel the task."""
-        self._seq += 1
-        await self.bus.publish(TOPIC_CANCEL, self.run.cid, {"reason": reason}, seq=self._seq)
+        await self._control(TOPIC_CANCEL, {"reason": reason})
 
 
 async def run_agent(
@@ -202,12 +203,15 @@ async def run_agent(
         message = user_message(message)
     cid = uuid.uuid4().hex
     request = build_request(cid, message, context_id=context_id, history=history, metadata=metadata)
-    async with TaskRecorder(bus, cid, answers=answers) as recorder:
-        runner = asyncio.ensure_future(runtime.run(request))
-        try:
-            run = await recorder.wait(timeout)
-        finally:
-            if not runner.done():
-                runner.cancel()
-            await asyncio.gather(runner, return_exceptions=True)
+    try:
+        async with TaskRecorder(bus, cid, answers=answers) as recorder:
+            runner = asyncio.ensure_future(runtime.run(request))
+            try:
+                run = await recorder.wait(timeout)
+            finally:
+                if not runner.done():
+                    runner.cancel()
+                await asyncio.gather(runner, return_exceptions=True)
+    finally:
+        await runtime.shutdown()
     return run

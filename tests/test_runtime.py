@@ -44,6 +44,7 @@ def make_runtime(bus: Bus, **kwargs: Any) -> Runtime:
         "parked": test_agents.parked,
         "echo": test_agents.echo,
     }
+    kwargs.setdefault("retain", 0)
     return Runtime(bus=bus, agents=agents, default_agent="demo", **kwargs)
 
 
@@ -135,6 +136,27 @@ async def test_overlapping_tasks_through_the_runtime(layer: BaseChannelLayer) ->
         assert {e.cid for e in run.envelopes} == {run.cid}
         assert run.seqs == list(range(1, len(run.envelopes) + 1))
         assert run.text == f"{i}+1 = {i + 1}."
+
+
+async def test_a_request_delivered_twice_runs_once(layer: BaseChannelLayer) -> None:
+    bus = Bus(layer)
+    runtime = make_runtime(bus)
+    runtime.start()
+    work = request("what is 1+1")
+    try:
+        async with bus.subscribe(work["cid"], TASK_TOPICS) as sub:
+            await bus.send_request(work)
+            await bus.send_request(work)  # as a Redis layer may redeliver it
+            seen = []
+            async with asyncio.timeout(20):
+                while not seen or seen[-1].topic != TOPIC_RESPONSE:
+                    seen.append(await sub.get())
+            while (late := await sub.get(timeout=0.3)) is not None:
+                seen.append(late)
+    finally:
+        await runtime.shutdown()
+    assert [e.seq for e in seen] == [1, 2, 3, 4, 5]  # thinking, narration, 2 frames, response
+    assert [e.topic for e in seen].count(TOPIC_RESPONSE) == 1
 
 
 # --- runtime behaviour (in-memory layer) -----------------------------------------------------
@@ -274,7 +296,7 @@ async def test_input_requests_wait_for_the_answer_outside_the_budget() -> None:
         await recorder.answer(question.payload["requestId"], "Ada")
 
     bus = Bus(InMemoryChannelLayer())
-    runtime = Runtime(bus=bus, agents={"demo": demo_agent}, time_limit=0.3)
+    runtime = Runtime(bus=bus, agents={"demo": demo_agent}, time_limit=0.3, retain=0)
     work = request("ask me")
     async with TaskRecorder(bus, work["cid"]) as recorder:
         answering = asyncio.ensure_future(slow_answer(bus, recorder))
@@ -293,7 +315,7 @@ async def test_nothing_is_published_after_the_reply() -> None:
         yield Reply(text="second")
 
     bus = Bus(InMemoryChannelLayer())
-    runtime = Runtime(bus=bus, agents={"chatty": chatty}, default_agent="chatty")
+    runtime = Runtime(bus=bus, agents={"chatty": chatty}, default_agent="chatty", retain=0)
     work = request("x")
     async with bus.subscribe(work["cid"], TASK_TOPICS) as sub:
         await runtime.run(work)
@@ -319,7 +341,7 @@ async def test_open_tools_are_closed_when_the_agent_replies_or_fails() -> None:
 
 async def test_unknown_agents_and_bad_requests() -> None:
     bus = Bus(InMemoryChannelLayer())
-    runtime = Runtime(bus=bus, agents={"echo": test_agents.echo})
+    runtime = Runtime(bus=bus, agents={"echo": test_agents.echo}, retain=0)
     work = request("x", agent="nobody")
     async with TaskRecorder(bus, work["cid"]) as recorder:
         await runtime.run(work)
@@ -391,7 +413,7 @@ async def test_narration_rules_from_settings() -> None:
     from project.agents import demo_agent
 
     bus = Bus(InMemoryChannelLayer())
-    runtime = Runtime(bus=bus)  # agents and narration from the settings
+    runtime = Runtime(bus=bus, retain=0)  # agents and narration from the settings
     assert set(runtime.agents) == {"demo"}
     run = await run_agent(demo_agent, "what is 1+1")
     assert run.narration[1] == "doing sums for calculator"

@@ -38,6 +38,7 @@ from a2a_toolcall.bus import (
     TOPIC_INPUT_REQUEST,
     TOPIC_INPUT_RESPONSE,
     TOPIC_PROGRESS,
+    TOPIC_RESEND,
     TOPIC_RESPONSE,
     TOPIC_TOOLFRAME,
     Bus,
@@ -146,29 +147,50 @@ class _TaskRun:
         self.stop: _Stopped | None = None
         self.driver: asyncio.Task[dict[str, Any]] | None = None
         self.responded = False
+        self.finished = asyncio.Event()  # a consumer confirmed it has every envelope
+        self.resends: set[asyncio.Task[int]] = set()
 
     # --- lifecycle --------------------------------------------------------------------------
 
     async def execute(self) -> dict[str, Any]:
-        async with self.runtime.bus.subscribe(self.cid, CONTROL_TOPICS) as control:
+        control = self.runtime.bus.subscribe(self.cid, CONTROL_TOPICS)
+        await control.__aenter__()
+        watcher: asyncio.Task[None] | None = None
+        try:
+            # Subscribed first: a cancel or a resend request sent after this line is heard.
             await self.publisher.publish(TOPIC_PROGRESS, {"text": THINKING})
             self.driver = asyncio.ensure_future(self._drive())
             watcher = asyncio.ensure_future(self._watch(control))
             try:
-                try:
-                    response = await self.driver
-                except asyncio.CancelledError:
-                    if self.stop is None:
-                        raise
-                    response = self._stopped_response(self.stop)
-            finally:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+                response = await self.driver
+            except asyncio.CancelledError:
+                if self.stop is None:
+                    raise
+                response = self._stopped_response(self.stop)
             await self._close_open_calls(response)
             await self.publisher.publish(TOPIC_RESPONSE, response)
             self.responded = True
-            return response
+        except BaseException:
+            await self._release(control, watcher)
+            raise
+        # Keep answering resend requests until the consumer confirms it has everything.
+        self.runtime._linger(self, control, watcher)
+        return response
+
+    async def linger(self, seconds: float) -> None:
+        """Wait until a consumer says it has every envelope, or ``seconds`` pass."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self.finished.wait()
+
+    async def _release(self, control: Subscription, watcher: asyncio.Task[None] | None) -> None:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        if self.resends:
+            await asyncio.gather(*self.resends, return_exceptions=True)
+        await control.aclose()
 
     def request_stop(self, kind: StopKind, reason: str) -> None:
         """Stop the agent where it is parked (cancel, time budget, shutdown)."""
@@ -221,6 +243,15 @@ class _TaskRun:
                 Part.model_validate(p) for p in payload.get("parts") or () if isinstance(p, dict)
             )
             future.set_result(UserAnswer(text=str(payload.get("text") or ""), parts=parts))
+        elif envelope.topic == TOPIC_RESEND:
+            if isinstance(payload.get("ack"), int):
+                self.publisher.acknowledge(payload["ack"])
+            if isinstance(payload.get("from"), int):
+                resend = asyncio.ensure_future(self.publisher.resend(payload["from"]))
+                self.resends.add(resend)
+                resend.add_done_callback(self.resends.discard)
+            if payload.get("done"):
+                self.finished.set()
 
     # --- driving the agent ------------------------------------------------------------------
 
@@ -442,6 +473,7 @@ class Runtime:
         time_limit: float | None = None,
         concurrency: int | None = None,
         humanizer: Humanizer | None = None,
+        retain: float | None = None,
     ) -> None:
         from a2a_toolcall.conf import get_setting
         from a2a_toolcall.runtime.narration import get_humanizer
@@ -455,7 +487,9 @@ class Runtime:
         self.time_limit = float(time_limit or get_setting("TASK_TIME_LIMIT"))
         self.concurrency = int(concurrency or get_setting("WORKER_CONCURRENCY"))
         self.humanizer = humanizer or get_humanizer()
+        self.retain = float(get_setting("RETAIN_AFTER_RESPONSE") if retain is None else retain)
         self._runs: dict[str, _TaskRun] = {}
+        self._lingering: set[asyncio.Task[None]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._serving: asyncio.Task[None] | None = None
 
@@ -495,6 +529,17 @@ class Runtime:
         finally:
             self._runs.pop(cid, None)
 
+    def _linger(self, run: _TaskRun, control: Subscription, watcher: asyncio.Task[None]) -> None:
+        async def linger() -> None:
+            try:
+                await run.linger(self.retain)
+            finally:
+                await run._release(control, watcher)
+
+        task = asyncio.ensure_future(linger())
+        self._lingering.add(task)
+        task.add_done_callback(self._lingering.discard)
+
     async def _reject(self, cid: str, error: str) -> dict[str, Any]:
         response = {"status": "failed", "error": error}
         await self.bus.publisher(cid).publish(TOPIC_RESPONSE, response)
@@ -509,6 +554,11 @@ class Runtime:
             await slots.acquire()
             try:
                 request = await self.bus.receive_request()
+                cid = request.get("cid")
+                if isinstance(cid, str) and not await self.bus.claim(cid):
+                    logger.info("task %s: delivered twice by the layer; it runs elsewhere", cid)
+                    slots.release()
+                    continue
             except BaseException:
                 slots.release()
                 raise
@@ -549,6 +599,10 @@ class Runtime:
             run.request_stop("shutdown", reason)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        for task in list(self._lingering):
+            task.cancel()
+        if self._lingering:
+            await asyncio.gather(*self._lingering, return_exceptions=True)
 
 
 _IN_PROCESS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Runtime] = (
