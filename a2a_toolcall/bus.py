@@ -16,6 +16,7 @@ topic                           direction           payload
 ``agent.skill.cancel.{cid}``    server -> runtime   ``{reason?}``
 ``agent.input.response.{cid}``  server -> runtime   ``{requestId, text, parts?}``
 ``agent.skill.resend.{cid}``    server -> runtime   ``{from}`` (resend, probe) ``{ack}`` ``{done}``
+``agent.task.events.{cid}``     server -> server    ``{lastSeq, state}``: new events are stored
 ==============================  ==================  =============================================
 
 Channel layers lose messages (over capacity, nobody listening, a PubSub hiccup), so delivery
@@ -55,6 +56,7 @@ __all__ = [
     "STREAM_TOPICS",
     "TASK_TOPICS",
     "TOPIC_CANCEL",
+    "TOPIC_EVENTS",
     "TOPIC_INPUT_REQUEST",
     "TOPIC_INPUT_RESPONSE",
     "TOPIC_PROGRESS",
@@ -85,6 +87,7 @@ TOPIC_SYNC: Final = "agent.skill.sync"
 TOPIC_CANCEL: Final = "agent.skill.cancel"
 TOPIC_INPUT_RESPONSE: Final = "agent.input.response"
 TOPIC_RESEND: Final = "agent.skill.resend"
+TOPIC_EVENTS: Final = "agent.task.events"
 
 REQUEST_CHANNEL: Final = TOPIC_REQUEST
 """The layer channel work requests travel on (a channel, not a group: point-to-point)."""
@@ -98,7 +101,7 @@ STREAM_TOPICS: Final = (*TASK_TOPICS, TOPIC_SYNC)
 CONTROL_TOPICS: Final = (TOPIC_CANCEL, TOPIC_INPUT_RESPONSE, TOPIC_RESEND)
 """What the server publishes to the runtime about a running task."""
 
-_GROUP_TOPICS: Final = frozenset(STREAM_TOPICS + CONTROL_TOPICS)
+_GROUP_TOPICS: Final = frozenset((*STREAM_TOPICS, *CONTROL_TOPICS, TOPIC_EVENTS))
 ENVELOPE_TYPE: Final = "a2a.envelope"
 _WAKEUP_TYPE: Final = "a2a.wakeup"
 _REQUEST_QUEUE_WAIT: Final = 30.0
@@ -557,6 +560,8 @@ class TaskStream:
     runtime is probed, and it answers with what is missing or a ``sync``. :meth:`get` raises
     :class:`RuntimeLost` if nothing at all is heard for ``first_wait`` seconds before the first
     envelope, or for ``lost_after`` seconds later. Open it *before* the work is requested.
+    Envelopes of the ``also`` topics (e.g. the control topics, to watch what clients ask of the
+    runtime) are passed through as they arrive, outside the ``seq`` order.
     """
 
     def __init__(
@@ -568,15 +573,17 @@ class TaskStream:
         lost_after: float = 30.0,
         first_wait: float = 120.0,
         ack_every: int = 64,
+        also: tuple[str, ...] = (),
     ) -> None:
         self.bus = bus
         self.cid = cid
+        self.also = also
         self.expected = 1
         self.probe_after = probe_after
         self.lost_after = lost_after
         self.first_wait = first_wait
         self.ack_every = ack_every
-        self._subscription = bus.subscribe(cid, STREAM_TOPICS)
+        self._subscription = bus.subscribe(cid, (*STREAM_TOPICS, *also))
         self._early: dict[int, Envelope] = {}
         self._control_seq = itertools.count(1)
         self._heard_at = 0.0
@@ -624,6 +631,8 @@ class TaskStream:
             envelope = await self._subscription.get(timeout=max(0.0, wait))
             if envelope is None:
                 continue
+            if envelope.topic in self.also:
+                return envelope  # not from the runtime: passed through as it comes
             self._heard_at = loop.time()
             self._heard_anything = True
             if envelope.topic == TOPIC_SYNC:

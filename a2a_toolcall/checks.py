@@ -166,6 +166,11 @@ def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
         ("TASK_TIME_LIMIT", (int, float), False),
         ("WORKER_CONCURRENCY", (int,), False),
         ("RETAIN_AFTER_RESPONSE", (int, float), True),
+        ("KEEPALIVE_INTERVAL", (int, float), False),
+        ("MAX_REQUEST_BYTES", (int,), False),
+        ("CANCEL_WAIT", (int, float), True),
+        ("RUNTIME_PICKUP_TIMEOUT", (int, float), False),
+        ("RUNTIME_LOST_AFTER", (int, float), False),
     ):
         value = config[key]
         if (

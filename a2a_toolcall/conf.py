@@ -38,6 +38,21 @@ DEFAULTS: Final[dict[str, Any]] = {
     # replacing the humanizer altogether: (calls: Sequence[tuple[str, Any]]) -> str.
     "NARRATION_RULES": [],
     "HUMANIZER": None,
+    # --- the A2A server ---
+    # The agent card: name, description, version, provider {organization, url}, skills
+    # [{id, name, description, tags, examples}], documentationUrl, iconUrl, url (the endpoint's
+    # absolute URL; default: built from the request). Missing keys come from the agent.
+    "CARD": {},
+    # Seconds of silence on a stream before a keepalive comment goes out.
+    "KEEPALIVE_INTERVAL": 15.0,
+    # Largest JSON-RPC request body accepted, in bytes (checked before parsing).
+    "MAX_REQUEST_BYTES": 1024 * 1024,
+    # Seconds CancelTask waits for the runtime to confirm before returning the task as it is.
+    "CANCEL_WAIT": 10.0,
+    # Seconds a new task may wait for a runtime to pick it up, and seconds a runtime may stay
+    # silent (not answering probes) before the task fails as lost.
+    "RUNTIME_PICKUP_TIMEOUT": 120.0,
+    "RUNTIME_LOST_AFTER": 30.0,
 }
 
 

@@ -49,9 +49,26 @@ TEMPLATES = [
     }
 ]
 
-DATABASES = {
-    "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "test-db.sqlite3"},
-}
+# The test process uses SQLite; live servers started by the tests (tests/live.py) choose with
+# A2A_TEST_DB=sqlite|postgres (and A2A_TEST_SQLITE / A2A_TEST_PG_NAME for the database).
+if os.environ.get("A2A_TEST_DB") == "postgres":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": os.environ.get("A2A_TEST_PG_NAME", "test"),
+            "USER": "postgres",
+            "HOST": "127.0.0.1",
+            "PORT": "5432",
+        }
+    }
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get("A2A_TEST_SQLITE", str(BASE_DIR / "test-db.sqlite3")),
+            "OPTIONS": {"timeout": 20},
+        }
+    }
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 # redis-py 8 reads with a 5 s socket timeout, as long as channels_redis blocks: see
@@ -78,6 +95,14 @@ CHANNEL_LAYERS = {
     },
 }
 
+# A live server's bus: the in-memory layer (the embedded default), Redis with worker
+# processes, or the in-memory layer losing a fifth of its group messages.
+LIVE_LAYER = os.environ.get("A2A_TEST_LAYER", "memory")
+if LIVE_LAYER == "redis":
+    CHANNEL_LAYERS["default"] = CHANNEL_LAYERS["redis"]
+elif LIVE_LAYER == "lossy":
+    CHANNEL_LAYERS["default"] = {"BACKEND": "tests.lossy.LossyInMemoryChannelLayer"}
+
 A2A_TOOLCALL = {
     "AGENTS": {
         "demo": "project.agents.demo_agent",
@@ -85,7 +110,9 @@ A2A_TOOLCALL = {
         "parked": "tests.agents.parked",
         "whoami": "tests.agents.whoami",
     },
-    "DEFAULT_AGENT": "demo",
+    "DEFAULT_AGENT": os.environ.get("A2A_TEST_AGENT", "demo"),
+    "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),
+    "RUN_IN_PROCESS": False if LIVE_LAYER == "redis" else None,
 }
 
 STATIC_URL = "static/"

@@ -1,0 +1,81 @@
+"""The task store: the source of truth for GetTask, ListTasks and stream replay.
+
+One :class:`Task` row per A2A task and an append-only :class:`TaskEvent` log of exactly what was
+streamed (one row per stream event, numbered by ``seq`` from 1), written by a single writer per
+task: the recorder in the process that accepted the task (see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+
+from a2a_toolcall.protocol.models import TaskState
+
+STATE_CHOICES = [(state.value, state.name.replace("_", " ").lower()) for state in TaskState]
+
+
+class Task(models.Model):
+    """An A2A task: its current status, conversation and answer, as GetTask returns them."""
+
+    id = models.CharField(primary_key=True, max_length=64)
+    context_id = models.CharField(max_length=255, db_index=True)
+    agent = models.CharField(max_length=100)
+    state = models.CharField(max_length=32, choices=STATE_CHOICES)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    status = models.JSONField(help_text="The A2A TaskStatus (1.0 JSON).")
+    history = models.JSONField(default=list, help_text="A2A Messages (1.0 JSON), oldest first.")
+    artifacts = models.JSONField(default=list, help_text="Answer artifacts (1.0 JSON).")
+    metadata = models.JSONField(default=dict)
+    pending_request_id = models.CharField(
+        max_length=64, blank=True, help_text="The open question's id while input-required."
+    )
+    last_seq = models.PositiveIntegerField(default=0, help_text="seq of the last event logged.")
+
+    class Meta:
+        indexes = (
+            models.Index(fields=["-updated_at", "-id"], name="a2a_task_recent"),
+            models.Index(fields=["context_id", "-updated_at"], name="a2a_task_context_recent"),
+            models.Index(fields=["state", "-updated_at"], name="a2a_task_state_recent"),
+        )
+        verbose_name = "task"
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.get_state_display()})"
+
+    @property
+    def task_state(self) -> TaskState:
+        """The state as the protocol enum."""
+        return TaskState(self.state)
+
+
+class TaskEvent(models.Model):
+    """One streamed event of a task, exactly as sent (a 1.0 StreamResponse JSON)."""
+
+    class Kind(models.TextChoices):
+        TASK = "task", "task snapshot"
+        STATUS = "status", "status update"
+        ARTIFACT = "artifact", "artifact update"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    state = models.CharField(max_length=32, blank=True, help_text="For status updates.")
+    emitted_at = models.DateTimeField(help_text="When the runtime (or server) emitted it.")
+    data = models.JSONField()
+
+    class Meta:
+        constraints = (models.UniqueConstraint(fields=["task", "seq"], name="a2a_event_task_seq"),)
+        ordering = ("task", "seq")
+        verbose_name = "task event"
+
+    def __str__(self) -> str:
+        return f"{self.task_id} #{self.seq} {self.kind}"
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The StreamResponse JSON."""
+        return self.data  # type: ignore[no-any-return]

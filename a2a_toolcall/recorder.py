@@ -1,0 +1,461 @@
+"""The recorder: the single writer of a task's log, and the in-process hub streams read from.
+
+For each task this process accepts, one recorder coroutine (independent of any client
+connection) turns the runtime's envelopes into A2A stream events, numbers them (``seq`` from 1:
+the SSE ``id``), hands each to the streams of this process at once, and writes them to the
+database in batches. State changes (input-required, terminal) are written *before* they are
+handed out, so a client that sees one can read it back with GetTask from any process; other
+events are written within ``FLUSH_INTERVAL``. After each write the recorder notifies streams in
+other processes on the bus (``agent.task.events.{cid}``); they read the new events from the
+database.
+
+A crash loses the events not yet written: at most ``FLUSH_INTERVAL`` seconds (or ``FLUSH_SIZE``
+events) of tool frames and narration, never a state change a client has seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import uuid
+from collections.abc import Coroutine
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from a2a_toolcall import store
+from a2a_toolcall.bus import (
+    TOPIC_CANCEL,
+    TOPIC_EVENTS,
+    TOPIC_INPUT_REQUEST,
+    TOPIC_INPUT_RESPONSE,
+    TOPIC_PROGRESS,
+    TOPIC_RESPONSE,
+    TOPIC_TOOLFRAME,
+    Bus,
+    Envelope,
+    RuntimeLost,
+    TaskStream,
+)
+from a2a_toolcall.contract import (
+    TOOL_CALL_ARTIFACT_NAME,
+    TOOL_CALL_V1_URI,
+    ToolCallParseError,
+    ToolTimeline,
+    emit_tool_call,
+    frame_from_wire,
+)
+from a2a_toolcall.protocol.models import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    format_timestamp,
+    parse_timestamp,
+)
+from a2a_toolcall.store import LoggedEvent
+
+__all__ = ["FLUSH_INTERVAL", "FLUSH_SIZE", "Recorder", "TaskHub", "ends_stream", "hub_for"]
+
+logger = logging.getLogger(__name__)
+
+FLUSH_INTERVAL: Final = 0.05
+FLUSH_SIZE: Final = 200
+ANSWER_ARTIFACT_NAME: Final = "answer"
+HUB_KEEP_SECONDS: Final = 30.0
+
+# The task state machine: which state may follow which (a table, not scattered ifs).
+TRANSITIONS: Final[dict[TaskState, frozenset[TaskState]]] = {
+    TaskState.SUBMITTED: frozenset(
+        {TaskState.WORKING, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED}
+    ),
+    TaskState.WORKING: frozenset(
+        {
+            TaskState.WORKING,
+            TaskState.INPUT_REQUIRED,
+            TaskState.COMPLETED,
+            TaskState.FAILED,
+            TaskState.CANCELED,
+            TaskState.REJECTED,
+        }
+    ),
+    TaskState.INPUT_REQUIRED: frozenset({TaskState.WORKING, TaskState.CANCELED, TaskState.FAILED}),
+}
+
+
+def ends_stream(event: StreamResponse) -> bool:
+    """A status update to a terminal or interrupted state ends a stream (spec 9.4.2)."""
+    update = event.status_update
+    return update is not None and (
+        update.status.state.is_terminal or update.status.state.is_interrupted
+    )
+
+
+def _when(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, UTC)
+
+
+class TaskHub:
+    """The events of one task recorded in this process, fanned out to its local streams."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.events: list[LoggedEvent] = []
+        self.listeners: set[asyncio.Queue[LoggedEvent]] = set()
+        self.closed = False
+
+    def publish(self, event: LoggedEvent) -> None:
+        self.events.append(event)
+        for queue in self.listeners:
+            queue.put_nowait(event)
+
+    def listen(self, after_seq: int) -> tuple[list[LoggedEvent], asyncio.Queue[LoggedEvent]]:
+        """The events after ``after_seq`` so far, and a queue of the ones to come."""
+        queue: asyncio.Queue[LoggedEvent] = asyncio.Queue()
+        self.listeners.add(queue)
+        return [e for e in self.events if e.seq > after_seq], queue
+
+    def unlisten(self, queue: asyncio.Queue[LoggedEvent]) -> None:
+        self.listeners.discard(queue)
+
+
+_hubs: dict[str, TaskHub] = {}
+
+
+def hub_for(task_id: str) -> TaskHub | None:
+    """The hub of a task recorded in this process, if any."""
+    return _hubs.get(task_id)
+
+
+def start_in_background(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    """Run ``coro`` as a task of its own, outside the request that started it.
+
+    A fresh context: the task must not inherit the request's thread-sensitive context, whose
+    executor ends with the request, and must outlive the client's connection.
+    """
+    return asyncio.get_running_loop().create_task(coro, context=contextvars.Context())
+
+
+class Recorder:
+    """Records one task from its creation to its terminal state."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        task: Task,
+        *,
+        agent: str,
+        stream: TaskStream,
+        emitted_at: datetime,
+    ) -> None:
+        self.bus = bus
+        self.task_id = task.id
+        self.context_id = task.context_id or ""
+        self.agent = agent
+        self.stream = stream
+        self.hub = TaskHub(task.id)
+        self.state = task.status.state
+        self.status = task.status
+        self.history: list[dict[str, Any]] = [m.to_wire() for m in task.history or ()]
+        self.artifacts: list[dict[str, Any]] = []
+        self.metadata: dict[str, Any] = dict(task.metadata or {})
+        self.pending_request_id = ""
+        self.timeline = ToolTimeline()
+        self.seq = 0
+        self.unwritten: list[LoggedEvent] = []
+        self.flush_due: float | None = None
+        self.cancel_requested: str | None = None
+        self.runtime_seen = False
+        self.finished = asyncio.Event()
+        self.ready = asyncio.Event()
+        _hubs[task.id] = self.hub
+        self._emit(StreamResponse(task=task), emitted_at)
+
+    # --- events ----------------------------------------------------------------------------
+
+    def _emit(self, response: StreamResponse, emitted_at: datetime) -> LoggedEvent:
+        self.seq += 1
+        event = LoggedEvent(self.seq, response, emitted_at)
+        self.unwritten.append(event)
+        return event
+
+    async def _hand_out(self, event: LoggedEvent, *, write_first: bool) -> None:
+        if write_first:
+            await self.flush()
+        else:
+            loop = asyncio.get_running_loop()
+            if self.flush_due is None:
+                self.flush_due = loop.time() + FLUSH_INTERVAL
+            if len(self.unwritten) >= FLUSH_SIZE:
+                await self.flush()
+        self.hub.publish(event)
+
+    async def _status(
+        self,
+        state: TaskState,
+        emitted_at: datetime,
+        *,
+        text: str | None = None,
+        message_metadata: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        allowed = TRANSITIONS.get(self.state, frozenset())
+        if state not in allowed:
+            logger.warning(
+                "task %s: ignoring %s after %s", self.task_id, state.name, self.state.name
+            )
+            return
+        message = None
+        if text is not None:
+            message = Message(
+                message_id=uuid.uuid4().hex,
+                role=Role.AGENT,
+                parts=[Part(text=text)],
+                task_id=self.task_id,
+                context_id=self.context_id,
+                metadata=message_metadata,
+            )
+        changed = state is not self.state
+        self.state = state
+        self.status = TaskStatus(
+            state=state, message=message, timestamp=format_timestamp(emitted_at)
+        )
+        if message is not None and (state.is_interrupted or state.is_terminal):
+            self.history.append(message.to_wire())
+        event = self._emit(
+            StreamResponse(
+                status_update=TaskStatusUpdateEvent(
+                    task_id=self.task_id,
+                    context_id=self.context_id,
+                    status=self.status,
+                    metadata=metadata,
+                )
+            ),
+            emitted_at,
+        )
+        # A state change is stored before anyone sees it: GetTask then agrees with the stream.
+        await self._hand_out(event, write_first=changed)
+
+    async def _artifact(
+        self, artifact: Artifact, emitted_at: datetime, *, last_chunk: bool, write_first: bool
+    ) -> None:
+        event = self._emit(
+            StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
+                    task_id=self.task_id,
+                    context_id=self.context_id,
+                    artifact=artifact,
+                    append=False,
+                    last_chunk=last_chunk,
+                )
+            ),
+            emitted_at,
+        )
+        await self._hand_out(event, write_first=write_first)
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def _row_fields(self) -> dict[str, Any]:
+        metadata = dict(self.metadata)
+        if len(self.timeline):
+            metadata[TOOL_CALL_V1_URI] = {"toolCalls": self._timeline_summary()}
+        return {
+            "state": self.state.value,
+            "status": self.status.to_wire(),
+            "history": self.history,
+            "artifacts": self.artifacts,
+            "metadata": metadata,
+            "pending_request_id": self.pending_request_id,
+            "last_seq": self.seq,
+            "updated_at": _when(self._status_ts()),
+        }
+
+    def _status_ts(self) -> float:
+        if self.status.timestamp:
+            return parse_timestamp(self.status.timestamp).timestamp()
+        return datetime.now(UTC).timestamp()
+
+    def _timeline_summary(self) -> list[dict[str, Any]]:
+        summary = []
+        for call in self.timeline:
+            row: dict[str, Any] = {
+                "toolCallId": call.tool_call_id,
+                "name": call.name,
+                "state": call.state.value,
+            }
+            if call.args is not None:
+                row["args"] = call.args
+            if call.result is not None:
+                row["result"] = call.result
+            if call.error is not None:
+                row["error"] = call.error
+            if call.duration is not None:
+                row["durationMs"] = round(call.duration * 1000, 3)
+            summary.append(row)
+        return summary
+
+    async def flush(self) -> None:
+        """Write the events not yet written, then tell other processes about them."""
+        self.flush_due = None
+        if not self.unwritten:
+            return
+        events, self.unwritten = self.unwritten, []
+        await store.append_events(self.task_id, events, self._row_fields())
+        with contextlib.suppress(Exception):
+            await self.bus.publish(
+                TOPIC_EVENTS,
+                self.task_id,
+                {"lastSeq": self.seq, "state": self.state.value},
+                seq=0,
+            )
+
+    # --- the loop --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Record until the task ends (or its runtime is lost), then clean up."""
+        try:
+            async with self.stream:
+                self.ready.set()
+                await self._hand_out(self.unwritten[-1], write_first=True)
+                await self._status(TaskState.WORKING, datetime.now(UTC))
+                await self._record()
+                await self.stream.finish()
+        except Exception:
+            logger.exception("task %s: the recorder failed", self.task_id)
+            with contextlib.suppress(Exception):
+                await self._status(
+                    TaskState.FAILED, datetime.now(UTC), text="the server failed to record the task"
+                )
+        finally:
+            self.ready.set()
+            with contextlib.suppress(Exception):
+                await self.flush()
+            self.hub.closed = True
+            self.finished.set()
+            await asyncio.sleep(0)
+            asyncio.get_running_loop().call_later(HUB_KEEP_SECONDS, _hubs.pop, self.task_id, None)
+
+    async def begin(self) -> asyncio.Task[None]:
+        """Start recording in the background; returns once subscribed, so the caller may now
+        send the work request."""
+        task = start_in_background(self.run())
+        await self.ready.wait()
+        return task
+
+    async def _record(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self.state.is_terminal:
+            timeout = None if self.flush_due is None else max(0.0, self.flush_due - loop.time())
+            try:
+                envelope = await self.stream.get(timeout=timeout)
+            except RuntimeLost as exc:
+                await self._runtime_lost(str(exc))
+                return
+            if envelope is None:
+                await self.flush()
+                continue
+            await self._on_envelope(envelope)
+
+    async def _runtime_lost(self, why: str) -> None:
+        now = datetime.now(UTC)
+        if self.cancel_requested is not None:
+            await self._status(TaskState.CANCELED, now, text=self.cancel_requested)
+        else:
+            await self._status(TaskState.FAILED, now, text=f"the agent runtime was lost: {why}")
+
+    async def _on_envelope(self, envelope: Envelope) -> None:
+        at = _when(envelope.ts)
+        payload = envelope.payload
+        if envelope.topic == TOPIC_CANCEL:
+            reason = payload.get("reason")
+            self.cancel_requested = (
+                reason if isinstance(reason, str) and reason else ("canceled by the client")
+            )
+            return
+        if envelope.topic == TOPIC_INPUT_RESPONSE:
+            await self._answered(payload, at)
+            return
+        if not self.runtime_seen:
+            self.runtime_seen = True
+            if self.cancel_requested is not None:
+                # The cancel went out before the runtime had joined the task's groups.
+                await self.bus.publish(
+                    TOPIC_CANCEL, self.task_id, {"reason": self.cancel_requested}, seq=0
+                )
+        if envelope.topic == TOPIC_PROGRESS:
+            await self._progress(payload, at)
+        elif envelope.topic == TOPIC_TOOLFRAME:
+            await self._frame(payload, at)
+        elif envelope.topic == TOPIC_INPUT_REQUEST:
+            self.pending_request_id = str(payload.get("requestId") or "")
+            await self._status(
+                TaskState.INPUT_REQUIRED,
+                at,
+                text=str(payload.get("question") or ""),
+                message_metadata={"requestId": self.pending_request_id},
+            )
+        elif envelope.topic == TOPIC_RESPONSE:
+            await self._response(payload, at)
+
+    async def _progress(self, payload: dict[str, Any], at: datetime) -> None:
+        metadata: dict[str, Any] = {
+            k: payload[k] for k in ("step", "percent", "meta") if k in payload
+        }
+        await self._status(
+            TaskState.WORKING, at, text=str(payload.get("text") or ""), metadata=metadata or None
+        )
+
+    async def _frame(self, payload: dict[str, Any], at: datetime) -> None:
+        try:
+            frame = frame_from_wire(payload.get("frame"))
+        except ToolCallParseError as exc:
+            logger.warning("task %s: dropping an invalid frame: %s", self.task_id, exc)
+            return
+        self.timeline.feed(frame, at=at.timestamp())
+        artifact = Artifact(
+            artifact_id=uuid.uuid4().hex,
+            name=TOOL_CALL_ARTIFACT_NAME,
+            parts=[emit_tool_call(frame)],
+            extensions=[TOOL_CALL_V1_URI],
+        )
+        await self._artifact(artifact, at, last_chunk=False, write_first=False)
+
+    async def _answered(self, payload: dict[str, Any], at: datetime) -> None:
+        if self.state is not TaskState.INPUT_REQUIRED:
+            return
+        message = payload.get("message")
+        if isinstance(message, dict):
+            self.history.append(message)
+        self.pending_request_id = ""
+        await self._status(TaskState.WORKING, at)
+
+    async def _response(self, payload: dict[str, Any], at: datetime) -> None:
+        status = payload.get("status")
+        if status == "completed":
+            parts: list[dict[str, Any]] = []
+            text = payload.get("text")
+            if isinstance(text, str):
+                parts.append({"text": text})
+            parts += [p for p in payload.get("parts") or () if isinstance(p, dict)]
+            if parts:
+                artifact = Artifact.model_validate(
+                    {"artifactId": uuid.uuid4().hex, "name": ANSWER_ARTIFACT_NAME, "parts": parts}
+                )
+                self.artifacts.append(artifact.to_wire())
+                await self._artifact(artifact, at, last_chunk=True, write_first=False)
+            await self._status(
+                TaskState.COMPLETED, at, text=text if isinstance(text, str) else None
+            )
+        elif status == "canceled":
+            await self._status(
+                TaskState.CANCELED, at, text=str(payload.get("reason") or "canceled")
+            )
+        else:
+            await self._status(TaskState.FAILED, at, text=str(payload.get("error") or "failed"))

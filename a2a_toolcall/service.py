@@ -1,0 +1,244 @@
+"""The A2A task operations the views call: send, continue, wait, cancel, follow a task's events.
+
+New tasks are recorded by a :class:`~a2a_toolcall.recorder.Recorder` in this process; their
+streams read from its in-process hub. Streams for tasks recorded elsewhere (another process, or
+before a restart) read the database and wake up on the bus's ``agent.task.events.{cid}``
+notifications, polling as a fallback, so they miss nothing even when a notification is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from a2a_toolcall import store
+from a2a_toolcall.bus import (
+    TOPIC_CANCEL,
+    TOPIC_EVENTS,
+    TOPIC_INPUT_RESPONSE,
+    Bus,
+    Subscription,
+    TaskStream,
+)
+from a2a_toolcall.conf import get_setting
+from a2a_toolcall.protocol import jsonrpc
+from a2a_toolcall.protocol.models import (
+    Message,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskState,
+    TaskStatus,
+    format_timestamp,
+)
+from a2a_toolcall.recorder import Recorder, ends_stream, hub_for
+from a2a_toolcall.runtime import build_request, ensure_in_process_runtime
+
+__all__ = ["EventFeed", "Started", "TaskService", "ends_stream"]
+
+POLL_INTERVAL: Final = 2.0
+"""Seconds a remote feed waits for a notification before reading the database anyway."""
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A message accepted: the task it went to, and where its stream starts."""
+
+    task_id: str
+    after_seq: int
+    snapshot: Task | None
+    """The task to send first when the stream does not start at the task's creation."""
+
+
+class EventFeed:
+    """The events of one task after a given ``seq``: from the local hub, else from the store."""
+
+    def __init__(self, bus: Bus, task_id: str, after_seq: int) -> None:
+        self.bus = bus
+        self.task_id = task_id
+        self.last = after_seq
+        self._backlog: list[tuple[int, StreamResponse]] = []
+        self._queue: asyncio.Queue[Any] | None = None
+        self._subscription: Subscription | None = None
+        self._hub = hub_for(task_id)
+
+    async def __aenter__(self) -> EventFeed:
+        if self._hub is not None:
+            events, self._queue = self._hub.listen(self.last)
+            self._backlog = [(e.seq, e.response) for e in events]
+        else:
+            # Joined before the first read: a notification sent meanwhile is not missed.
+            self._subscription = await self.bus.subscribe(self.task_id, [TOPIC_EVENTS]).__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._hub is not None and self._queue is not None:
+            self._hub.unlisten(self._queue)
+        if self._subscription is not None:
+            await self._subscription.aclose()
+
+    async def next(self, timeout: float | None = None) -> tuple[int, StreamResponse] | None:
+        """The next event, or None when ``timeout`` seconds pass without one."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            if self._backlog:
+                seq, response = self._backlog.pop(0)
+                if seq <= self.last:
+                    continue
+                self.last = seq
+                return seq, response
+            left = None if deadline is None else max(0.0, deadline - loop.time())
+            if self._queue is not None:
+                try:
+                    event = await asyncio.wait_for(self._queue.get(), left)
+                except TimeoutError:
+                    return None
+                self._backlog.append((event.seq, event.response))
+                continue
+            rows = await store.events_after(self.task_id, self.last)
+            if rows:
+                self._backlog = [(r["seq"], StreamResponse.model_validate(r["data"])) for r in rows]
+                continue
+            if left is not None and left <= 0:
+                return None
+            assert self._subscription is not None
+            await self._subscription.get(
+                timeout=POLL_INTERVAL if left is None else min(left, POLL_INTERVAL)
+            )
+
+
+class TaskService:
+    """The operations behind the JSON-RPC methods."""
+
+    def __init__(self, bus: Bus | None = None) -> None:
+        self.bus = bus or Bus()
+
+    # --- sending -----------------------------------------------------------------------------
+
+    async def send(self, request: SendMessageRequest, *, agent: str) -> Started:
+        """Start a task for a new message, or deliver the answer to a task waiting for input."""
+        message = request.message
+        if message.task_id:
+            return await self._continue(message)
+        task_id = str(uuid.uuid4())
+        context_id = message.context_id or str(uuid.uuid4())
+        message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
+        now = datetime.now(UTC)
+        status = TaskStatus(state=TaskState.SUBMITTED, timestamp=format_timestamp(now))
+        row = await store.create_task(
+            task_id=task_id,
+            context_id=context_id,
+            agent=agent,
+            message=message,
+            metadata=dict(request.metadata or {}),
+            status=status,
+        )
+        stream = TaskStream(
+            self.bus,
+            task_id,
+            also=(TOPIC_CANCEL, TOPIC_INPUT_RESPONSE),
+            first_wait=float(get_setting("RUNTIME_PICKUP_TIMEOUT")),
+            lost_after=float(get_setting("RUNTIME_LOST_AFTER")),
+        )
+        recorder = Recorder(
+            self.bus, store.snapshot(row), agent=agent, stream=stream, emitted_at=now
+        )
+        await recorder.begin()  # subscribed to the task's groups before the work goes out
+        ensure_in_process_runtime()
+        await self.bus.send_request(
+            build_request(
+                task_id, message, agent=agent, context_id=context_id, metadata=request.metadata
+            )
+        )
+        return Started(task_id=task_id, after_seq=0, snapshot=None)
+
+    async def _continue(self, message: Message) -> Started:
+        assert message.task_id is not None
+        row = await store.load_row(message.task_id)
+        state = row.task_state
+        meta = {"taskId": row.id, "state": state.value}
+        if state.is_terminal:
+            raise jsonrpc.UnsupportedOperationError(
+                f"Task {row.id} is {state.name.lower()}: a task in a terminal state accepts no "
+                "more messages; send a new message without taskId (same contextId to continue "
+                "the conversation)",
+                metadata=meta,
+            )
+        if state is not TaskState.INPUT_REQUIRED or not row.pending_request_id:
+            raise jsonrpc.UnsupportedOperationError(
+                f"Task {row.id} is {state.name.lower()} and is not waiting for input",
+                metadata=meta,
+            )
+        if message.context_id and message.context_id != row.context_id:
+            raise jsonrpc.InvalidParamsError(
+                f"Invalid parameters: message.contextId {message.context_id!r} is not the "
+                f"context of task {row.id} ({row.context_id!r})",
+                violations=[jsonrpc.FieldViolation("params.message.contextId", "wrong context")],
+            )
+        message = message.model_copy(update={"context_id": row.context_id})
+        text = "\n".join(p.text for p in message.parts if p.text is not None)
+        await self.bus.publish(
+            TOPIC_INPUT_RESPONSE,
+            row.id,
+            {
+                "requestId": row.pending_request_id,
+                "text": text,
+                "parts": [p.to_wire() for p in message.parts],
+                "message": message.to_wire(),
+            },
+            seq=0,
+        )
+        return Started(task_id=row.id, after_seq=row.last_seq, snapshot=store.snapshot(row))
+
+    # --- waiting -----------------------------------------------------------------------------
+
+    def feed(self, task_id: str, after_seq: int) -> EventFeed:
+        """The task's events after ``after_seq``: ``async with service.feed(...) as feed``."""
+        return EventFeed(self.bus, task_id, after_seq)
+
+    async def wait(
+        self,
+        task_id: str,
+        after_seq: int,
+        until: Callable[[StreamResponse], bool] = ends_stream,
+        timeout: float | None = None,
+    ) -> bool:
+        """Wait for an event after ``after_seq`` that satisfies ``until``; False on timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        async with self.feed(task_id, after_seq) as feed:
+            while True:
+                left = None if deadline is None else deadline - loop.time()
+                if left is not None and left <= 0:
+                    return False
+                item = await feed.next(timeout=left)
+                if item is not None and until(item[1]):
+                    return True
+
+    # --- cancel ------------------------------------------------------------------------------
+
+    async def cancel(self, task_id: str, reason: str = "canceled by the client") -> Task:
+        """Cancel through the bus (the runtime stops the agent) and return the task."""
+        row = await store.load_row(task_id)
+        if row.task_state.is_terminal:
+            raise jsonrpc.TaskNotCancelableError(
+                f"Task {task_id} is already {row.task_state.name.lower()}",
+                metadata={"taskId": task_id, "state": row.state},
+            )
+        await self.bus.publish(TOPIC_CANCEL, task_id, {"reason": reason}, seq=0)
+        with contextlib.suppress(TimeoutError):
+            await self.wait(
+                task_id,
+                row.last_seq,
+                until=lambda e: (
+                    e.status_update is not None and e.status_update.status.state.is_terminal
+                ),
+                timeout=float(get_setting("CANCEL_WAIT")),
+            )
+        return await store.get_task(task_id)

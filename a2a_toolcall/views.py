@@ -1,0 +1,437 @@
+"""The A2A endpoints: the agent card and the JSON-RPC binding (1.0 and 0.3), with SSE streams.
+
+Plain async views. Every failure the client caused is a JSON-RPC error (HTTP 200, the code and
+``google.rpc`` details in the body); anything else is logged here and answered -32603 with no
+traceback. Nothing is stored or published before a request has been fully validated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
+from pydantic import BaseModel, ValidationError
+
+from a2a_toolcall import store
+from a2a_toolcall.card import build_card, default_agent_name
+from a2a_toolcall.conf import get_setting
+from a2a_toolcall.contract import TOOL_CALL_V1_URI
+from a2a_toolcall.protocol import jsonrpc, v03
+from a2a_toolcall.protocol.models import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+)
+from a2a_toolcall.protocol.sse import encode_comment, encode_event
+from a2a_toolcall.service import TaskService, ends_stream
+
+__all__ = ["agent_card", "jsonrpc_endpoint"]
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED_EXTENSIONS: Final = frozenset({TOOL_CALL_V1_URI})
+KEEPALIVE: Final = encode_comment("keepalive")
+PUSH_METHODS: Final = frozenset(
+    {
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+    }
+)
+METHODS_V10: Final = frozenset(
+    {
+        "SendMessage",
+        "SendStreamingMessage",
+        "GetTask",
+        "ListTasks",
+        "CancelTask",
+        "SubscribeToTask",
+        "GetExtendedAgentCard",
+        *PUSH_METHODS,
+    }
+)
+CARD_MAX_AGE: Final = 300
+
+
+# --- the agent card ---------------------------------------------------------------------------
+
+
+def _endpoint_url(request: HttpRequest) -> str:
+    return request.build_absolute_uri(reverse("a2a_toolcall:jsonrpc"))
+
+
+async def agent_card(request: HttpRequest) -> HttpResponse:
+    """``/.well-known/agent-card.json``: the 1.0 card with the 0.3 members, cacheable."""
+    if request.method not in ("GET", "HEAD"):
+        response = HttpResponse(status=405)
+        response["Allow"] = "GET, HEAD"
+        return response
+    body = _json_bytes(v03.dual_card(build_card(_endpoint_url(request))))
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    if etag in _etags(request.headers.get("If-None-Match", "")):
+        response = HttpResponse(status=304)
+    else:
+        response = HttpResponse(body, content_type="application/json")
+    response["ETag"] = etag
+    response["Cache-Control"] = f"public, max-age={CARD_MAX_AGE}"
+    response["Access-Control-Allow-Origin"] = "*"
+    return response
+
+
+def _etags(header: str) -> set[str]:
+    return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
+
+
+def _json_bytes(value: Any) -> bytes:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+# --- JSON-RPC ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Call:
+    """One JSON-RPC call being answered."""
+
+    request: HttpRequest
+    id: jsonrpc.RequestId
+    dialect: jsonrpc.Dialect
+    method: str
+    """The 1.0 name of the method."""
+    wire_method: str
+    """The method as the client named it (its 0.3 name in the 0.3 dialect)."""
+    params: dict[str, Any]
+    extensions: list[str]
+
+    def answer(self, result: BaseModel | dict[str, Any]) -> HttpResponse:
+        """The JSON-RPC success response."""
+        response = HttpResponse(
+            jsonrpc.success_response(self.id, result), content_type="application/json"
+        )
+        self.headers(response)
+        return response
+
+    def headers(self, response: HttpResponseBase) -> None:
+        """Echo the activated extensions (A2A extensions guide)."""
+        if self.extensions:
+            response["A2A-Extensions"] = ",".join(self.extensions)
+
+
+def _dialect(request: HttpRequest) -> jsonrpc.Dialect:
+    # Spec 3.2.6 / 14.2.1: the A2A-Version header (or query parameter); missing means 0.3.
+    raw = request.headers.get("A2A-Version") or request.GET.get("A2A-Version") or ""
+    version = raw.strip()
+    if not version:
+        return "0.3"
+    parts = version.split(".")
+    if len(parts) >= 2 and parts[0] == "1" and parts[1] == "0":
+        return "1.0"
+    if len(parts) >= 2 and parts[0] == "0" and parts[1] == "3":
+        return "0.3"
+    raise jsonrpc.VersionNotSupportedError(
+        f"A2A-Version {version!r} is not supported; this agent speaks 1.0 and 0.3",
+        metadata={"requested": version, "supported": "1.0,0.3"},
+    )
+
+
+def _extensions(request: HttpRequest) -> list[str]:
+    header = request.headers.get("A2A-Extensions") or request.headers.get("X-A2A-Extensions") or ""
+    requested = [uri.strip() for uri in header.split(",") if uri.strip()]
+    return [uri for uri in dict.fromkeys(requested) if uri in SUPPORTED_EXTENSIONS]
+
+
+def _body(request: HttpRequest) -> bytes:
+    limit = int(get_setting("MAX_REQUEST_BYTES"))
+    declared = request.headers.get("Content-Length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise jsonrpc.InvalidRequestError(
+            f"Request payload validation error: the body is {declared} bytes; the limit is {limit}",
+            metadata={"limit": limit},
+        )
+    body = request.body
+    if len(body) > limit:
+        raise jsonrpc.InvalidRequestError(
+            f"Request payload validation error: the body exceeds {limit} bytes",
+            metadata={"limit": limit},
+        )
+    return body
+
+
+def _content_type(request: HttpRequest) -> None:
+    kind = (request.content_type or "").lower()
+    if kind != "application/json" and not (
+        kind.startswith("application/") and kind.endswith("+json")
+    ):
+        raise jsonrpc.ContentTypeNotSupportedError(
+            f"Content-Type {request.content_type or '(none)'!r} is not supported: send "
+            "application/json",
+            metadata={"contentType": request.content_type or ""},
+        )
+
+
+def _error(
+    request_id: jsonrpc.RequestId, error: jsonrpc.A2AError, dialect: jsonrpc.Dialect
+) -> HttpResponse:
+    return HttpResponse(
+        jsonrpc.error_response(request_id, error, dialect), content_type="application/json"
+    )
+
+
+def _params(model: type[Any], call: Call) -> Any:
+    try:
+        params = (
+            v03.params_from_v03(call.wire_method, call.params)
+            if call.dialect == "0.3"
+            else call.params
+        )
+        return model.model_validate(params)
+    except ValidationError as exc:
+        raise jsonrpc.InvalidParamsError.from_validation_error(exc) from None
+    except v03.V03TranslationError as exc:
+        raise jsonrpc.InvalidParamsError(
+            f"Invalid parameters: params.{exc.field}: {exc.problem}",
+            violations=[jsonrpc.FieldViolation(f"params.{exc.field}", exc.problem)],
+        ) from None
+
+
+@csrf_exempt
+async def jsonrpc_endpoint(request: HttpRequest) -> HttpResponseBase:
+    """The JSON-RPC endpoint (both ``/a2a`` and ``/a2a/``)."""
+    if request.method != "POST":
+        response = HttpResponse(
+            jsonrpc.error_response(
+                None,
+                jsonrpc.InvalidRequestError(
+                    "Request payload validation error: JSON-RPC requests are POSTed"
+                ),
+            ),
+            content_type="application/json",
+            status=405,
+        )
+        response["Allow"] = "POST"
+        return response
+    dialect: jsonrpc.Dialect = "1.0"
+    request_id: jsonrpc.RequestId = None
+    try:
+        dialect = _dialect(request)
+        _content_type(request)
+        body = _body(request)
+        try:
+            rpc = jsonrpc.parse_request(body)
+        except jsonrpc.InvalidRequestError:
+            request_id = _id_of(body)
+            raise
+        request_id = rpc.id
+        method = rpc.method
+        if dialect == "0.3":
+            mapped = v03.METHODS_FROM_V03.get(method)
+            if mapped is None:
+                raise jsonrpc.MethodNotFoundError(
+                    f"Method not found: {method!r} is not an A2A 0.3 method (for 1.0 methods "
+                    "send the A2A-Version: 1.0 header)",
+                    metadata={"method": method},
+                )
+        else:
+            if method not in METHODS_V10:
+                raise jsonrpc.MethodNotFoundError(
+                    f"Method not found: {method!r} is not an A2A 1.0 method",
+                    metadata={"method": method},
+                )
+            mapped = method
+        call = Call(request, request_id, dialect, mapped, method, rpc.params, _extensions(request))
+        return await HANDLERS[mapped](call)
+    except jsonrpc.A2AError as error:
+        return _error(request_id, error, dialect)
+    except Exception:
+        logger.exception("A2A request failed")
+        return _error(request_id, jsonrpc.InternalError(), dialect)
+
+
+def _id_of(body: bytes) -> jsonrpc.RequestId:
+    import json
+
+    try:
+        return jsonrpc.request_id_of(json.loads(body))
+    except ValueError:
+        return None
+
+
+# --- methods ----------------------------------------------------------------------------------
+
+
+def _service() -> TaskService:
+    return TaskService()
+
+
+def _task_result(call: Call, task: Task) -> HttpResponse:
+    if call.dialect == "0.3":
+        return call.answer(v03.task_to_v03(task))
+    return call.answer(task)
+
+
+async def send_message(call: Call) -> HttpResponseBase:
+    params: SendMessageRequest = _params(SendMessageRequest, call)
+    _check_message(params)
+    service = _service()
+    started = await service.send(params, agent=default_agent_name())
+    config = params.configuration
+    if not (config and config.return_immediately):
+        await service.wait(started.task_id, started.after_seq)
+    history = config.history_length if config else None
+    task = await store.get_task(started.task_id, history_length=history)
+    if call.dialect == "0.3":
+        return call.answer(v03.send_message_response_to_v03(SendMessageResponse(task=task)))
+    return call.answer(SendMessageResponse(task=task))
+
+
+async def send_streaming_message(call: Call) -> HttpResponseBase:
+    params: SendMessageRequest = _params(SendMessageRequest, call)
+    _check_message(params)
+    service = _service()
+    started = await service.send(params, agent=default_agent_name())
+    first = [StreamResponse(task=started.snapshot)] if started.snapshot is not None else []
+    return _stream(call, service, started.task_id, started.after_seq, first)
+
+
+def _check_message(params: SendMessageRequest) -> None:
+    if not params.message.parts:
+        raise jsonrpc.InvalidParamsError(
+            "Invalid parameters: params.message.parts: at least one part is required",
+            violations=[jsonrpc.FieldViolation("params.message.parts", "at least one part")],
+        )
+    if params.message.role.value != "ROLE_USER":
+        raise jsonrpc.InvalidParamsError(
+            "Invalid parameters: params.message.role: messages to the agent come from the user",
+            violations=[jsonrpc.FieldViolation("params.message.role", "must be ROLE_USER")],
+        )
+    config = params.configuration
+    if config and config.history_length is not None and config.history_length < 0:
+        raise jsonrpc.InvalidParamsError(
+            "Invalid parameters: params.configuration.historyLength must not be negative",
+            violations=[jsonrpc.FieldViolation("params.configuration.historyLength", ">= 0")],
+        )
+    if config and config.task_push_notification_config is not None:
+        raise jsonrpc.PushNotificationNotSupportedError()
+
+
+async def get_task(call: Call) -> HttpResponseBase:
+    params: GetTaskRequest = _params(GetTaskRequest, call)
+    if params.history_length is not None and params.history_length < 0:
+        raise jsonrpc.InvalidParamsError(
+            "Invalid parameters: params.historyLength must not be negative",
+            violations=[jsonrpc.FieldViolation("params.historyLength", "must be >= 0")],
+        )
+    return _task_result(call, await store.get_task(params.id, params.history_length))
+
+
+async def list_tasks(call: Call) -> HttpResponseBase:
+    params: ListTasksRequest = _params(ListTasksRequest, call)
+    return call.answer(await store.list_tasks(params))
+
+
+async def cancel_task(call: Call) -> HttpResponseBase:
+    params: CancelTaskRequest = _params(CancelTaskRequest, call)
+    return _task_result(call, await _service().cancel(params.id))
+
+
+async def subscribe_to_task(call: Call) -> HttpResponseBase:
+    params: SubscribeToTaskRequest = _params(SubscribeToTaskRequest, call)
+    row = await store.load_row(params.id)
+    if row.task_state.is_terminal:
+        raise jsonrpc.UnsupportedOperationError(
+            f"Task {row.id} is {row.task_state.name.lower()}: a task in a terminal state has no "
+            "more updates; use GetTask",
+            metadata={"taskId": row.id, "state": row.state},
+        )
+    # Events after the snapshot's own point; a reconnecting client (SSE Last-Event-ID) gets
+    # exactly what followed the last event it saw.
+    resume = call.request.headers.get("Last-Event-ID", "").strip()
+    after = int(resume) if resume.isdigit() else row.last_seq
+    return _stream(call, _service(), row.id, after, [StreamResponse(task=store.snapshot(row))])
+
+
+async def get_extended_agent_card(call: Call) -> HttpResponseBase:
+    # Spec 3.3.4: with capabilities.extendedAgentCard false, the method is unsupported.
+    raise jsonrpc.UnsupportedOperationError(
+        "This agent has no extended agent card (capabilities.extendedAgentCard is false)"
+    )
+
+
+async def push_notifications(call: Call) -> HttpResponseBase:
+    raise jsonrpc.PushNotificationNotSupportedError(
+        "Push notifications are not supported (capabilities.pushNotifications is false)"
+    )
+
+
+HANDLERS: Final[dict[str, Callable[[Call], Awaitable[HttpResponseBase]]]] = {
+    "SendMessage": send_message,
+    "SendStreamingMessage": send_streaming_message,
+    "GetTask": get_task,
+    "ListTasks": list_tasks,
+    "CancelTask": cancel_task,
+    "SubscribeToTask": subscribe_to_task,
+    "GetExtendedAgentCard": get_extended_agent_card,
+    **dict.fromkeys(PUSH_METHODS, push_notifications),
+}
+
+
+# --- SSE --------------------------------------------------------------------------------------
+
+
+def _frame(call: Call, seq: int | None, response: StreamResponse) -> bytes:
+    if call.dialect == "0.3":
+        result: BaseModel | dict[str, Any] = v03.stream_response_to_v03(
+            response, final=ends_stream(response)
+        )
+    else:
+        result = response
+    data = jsonrpc.success_response(call.id, result)
+    return encode_event(data, id=None if seq is None else str(seq))
+
+
+def _stream(
+    call: Call,
+    service: TaskService,
+    task_id: str,
+    after_seq: int,
+    first: list[StreamResponse],
+) -> StreamingHttpResponse:
+    keepalive = float(get_setting("KEEPALIVE_INTERVAL"))
+
+    async def events() -> AsyncIterator[bytes]:
+        for response in first:
+            yield _frame(call, None, response)
+        # The stream may stay open for long: give the database connection back first.
+        await sync_to_async(close_old_connections)()
+        async with service.feed(task_id, after_seq) as feed:
+            while True:
+                item = await feed.next(timeout=keepalive)
+                if item is None:
+                    yield KEEPALIVE
+                    continue
+                seq, response = item
+                yield _frame(call, seq, response)
+                if ends_stream(response):
+                    return
+
+    response = StreamingHttpResponse(events(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    call.headers(response)
+    return response

@@ -1,0 +1,127 @@
+"""Real servers for end-to-end tests: daphne serving the demo project, in a subprocess.
+
+Two configurations, as deployed: ``memory`` (SQLite and the in-memory layer, agents in the web
+process: the embedded default) and ``redis`` (PostgreSQL and the Redis layer, agents in two
+``a2a_worker`` processes). ``lossy`` is ``memory`` with a layer that drops a fifth of its group
+messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    """A running site: its base URL and processes."""
+
+    url: str
+    config: str
+    env: dict[str, str]
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def endpoint(self) -> str:
+        return self.url + "/a2a/"
+
+
+def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited:\n{log.read_text()}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url + "/.well-known/agent-card.json", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"the server did not come up:\n{log.read_text()}")
+
+
+@contextlib.contextmanager
+def live_server(config: str, tmp: Path, **extra_env: str) -> Iterator[LiveServer]:
+    """Migrate a fresh database and serve the project with daphne (plus workers for Redis)."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "PYTHONUNBUFFERED": "1",
+        "A2A_TEST_LAYER": config,
+        "A2A_TEST_REDIS_PREFIX": f"a2a-live-{uuid.uuid4().hex[:10]}",
+        **extra_env,
+    }
+    database = f"a2a_live_{uuid.uuid4().hex[:10]}"
+    if config == "redis":
+        env["A2A_TEST_DB"] = "postgres"
+        env["A2A_TEST_PG_NAME"] = database
+        with psycopg.connect("host=127.0.0.1 user=postgres dbname=test", autocommit=True) as db:
+            db.execute(f'CREATE DATABASE "{database}"')
+    else:
+        env["A2A_TEST_DB"] = "sqlite"
+        env["A2A_TEST_SQLITE"] = str(tmp / f"{database}.sqlite3")
+    server = LiveServer(url=f"http://127.0.0.1:{port}", config=config, env=env)
+    logs: list[Path] = []
+    try:
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
+        )
+        commands = [
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "project.asgi:application",
+            ]
+        ]
+        if config == "redis":
+            commands += [[sys.executable, "manage.py", "a2a_worker", "--layer", "default"]] * 2
+        for i, command in enumerate(commands):
+            log = tmp / f"{database}-{i}.log"
+            logs.append(log)
+            with log.open("wb") as out:
+                server.processes.append(
+                    subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
+                )
+        _wait_until_up(server.url, server.processes[0], logs[0])
+        yield server
+    finally:
+        for process in server.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in server.processes:
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+        if config == "redis":
+            with psycopg.connect("host=127.0.0.1 user=postgres dbname=test", autocommit=True) as db:
+                db.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def server_logs(server: LiveServer, tmp: Path) -> str:
+    """Everything the server's processes printed (for failure messages)."""
+    return "\n".join(p.read_text(errors="replace") for p in sorted(tmp.glob("a2a_live_*.log")))

@@ -1,0 +1,164 @@
+"""Interop with the official Python SDK client (a2a-sdk), over its 1.0 and 0.3 transports.
+
+Against a real daphne server in both deployments: SQLite with the in-memory layer (agents in
+the web process) and PostgreSQL with Redis (agents in two worker processes). Frames are read
+with our ``parse_tool_call`` and stitched with ``ToolTimeline``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client.client import Client
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.json_format import MessageToDict
+
+from a2a_toolcall.contract import ToolTimeline, parse_tool_call
+from tests.live import LiveServer, live_server
+
+CONFIGS = ["memory", "redis"]
+TRANSPORTS = ["1.0", "0.3"]
+
+
+@pytest.fixture(scope="module", params=CONFIGS)
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    with live_server(request.param, tmp_path_factory.mktemp(request.param)) as running:
+        yield running
+
+
+@pytest.fixture(params=TRANSPORTS)
+async def sdk(request: pytest.FixtureRequest, server: LiveServer) -> AsyncIterator[Client]:
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, server.url).get_agent_card()
+    if request.param == "0.3":
+        # Leave the 0.3 interface only: the SDK then talks the 0.3 dialect.
+        legacy = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(legacy)
+    client = ClientFactory(ClientConfig(streaming=True)).create(card)
+    yield client
+    await client.close()
+
+
+def user(text: str, **fields: Any) -> pb.SendMessageRequest:
+    return pb.SendMessageRequest(
+        message=pb.Message(
+            message_id=uuid.uuid4().hex, role=pb.ROLE_USER, parts=[pb.Part(text=text)], **fields
+        )
+    )
+
+
+def frames_of(events: list[pb.StreamResponse]) -> list[Any]:
+    found = []
+    for event in events:
+        if event.HasField("artifact_update"):
+            parts = MessageToDict(event.artifact_update.artifact).get("parts", [])
+            frame = parse_tool_call(parts)
+            if frame is not None:
+                found.append(frame)
+    return found
+
+
+def states(events: list[pb.StreamResponse]) -> list[int]:
+    return [e.status_update.status.state for e in events if e.HasField("status_update")]
+
+
+async def collect(stream: AsyncIterator[pb.StreamResponse]) -> list[pb.StreamResponse]:
+    return [event async for event in stream]
+
+
+async def test_streaming_send_every_started_resolves_once(sdk: Client) -> None:
+    events = await asyncio.wait_for(
+        collect(sdk.send_message(user("what is 7*6 and the time in Paris and fail"))), 60
+    )
+    assert events[0].HasField("task")
+    assert states(events)[0] == pb.TASK_STATE_WORKING
+    assert states(events)[-1] == pb.TASK_STATE_COMPLETED
+    frames = frames_of(events)
+    assert [f.phase for f in frames[:3]] == ["started"] * 3
+    timeline = ToolTimeline(frames)
+    assert len(timeline) == 3 and not timeline.pending and not timeline.contradictions
+    assert sorted(f.phase for f in frames).count("started") == 3
+    assert {c.name: c.state.value for c in timeline} == {
+        "calculator": "completed",
+        "clock": "completed",
+        "broken": "failed",
+    }
+
+
+async def test_blocking_send_get_and_list(sdk: Client, server: LiveServer) -> None:
+    blocking = ClientFactory(ClientConfig(streaming=False)).create(sdk._card)  # type: ignore[attr-defined]
+    try:
+        (event,) = await collect(blocking.send_message(user("what is 9-4")))
+    finally:
+        await blocking.close()
+    task = event.task
+    assert task.status.state == pb.TASK_STATE_COMPLETED
+    assert [a.name for a in task.artifacts] == ["answer"]
+    assert task.artifacts[0].parts[0].text == "9-4 = 5."
+    got = await sdk.get_task(pb.GetTaskRequest(id=task.id))
+    assert got.status.state == pb.TASK_STATE_COMPLETED and got.id == task.id
+    if sdk._transport.__class__.__name__ != "CompatJsonRpcTransport":  # type: ignore[attr-defined]
+        listed = await sdk.list_tasks(pb.ListTasksRequest(context_id=task.context_id))
+        assert [t.id for t in listed.tasks] == [task.id]
+
+
+async def test_cancel_mid_stream(sdk: Client) -> None:
+    events: list[pb.StreamResponse] = []
+    tool_started = asyncio.Event()
+
+    async def read() -> None:
+        async for event in sdk.send_message(user("wait 60")):
+            events.append(event)
+            if frames_of(events):
+                tool_started.set()
+
+    reading = asyncio.ensure_future(read())
+    async with asyncio.timeout(30):
+        await tool_started.wait()
+        canceled = await sdk.cancel_task(pb.CancelTaskRequest(id=events[0].task.id))
+        await reading  # the stream ends long before the 60 s tool would
+    assert canceled.status.state == pb.TASK_STATE_CANCELED
+    assert [(f.phase, getattr(f, "error", None)) for f in frames_of(events)] == [
+        ("started", None),
+        ("failed", "cancelled"),
+    ]
+    assert states(events)[-1] == pb.TASK_STATE_CANCELED
+
+
+async def test_resubscribe_after_a_dropped_connection(sdk: Client) -> None:
+    seen: list[pb.StreamResponse] = []
+    async for event in sdk.send_message(user("wait 1 and what is 2+5")):
+        seen.append(event)
+        if len(frames_of(seen)) == 2:
+            break  # the connection drops while the slow tool runs
+    task_id = seen[0].task.id
+    resumed = await asyncio.wait_for(
+        collect(sdk.subscribe(pb.SubscribeToTaskRequest(id=task_id))), 60
+    )
+    assert resumed[0].HasField("task")
+    assert states(resumed)[-1] == pb.TASK_STATE_COMPLETED
+    timeline = ToolTimeline(frames_of(seen) + frames_of(resumed))
+    assert len(timeline) == 2 and not timeline.pending and not timeline.contradictions
+
+
+async def test_multi_turn_input_required(sdk: Client) -> None:
+    first = await asyncio.wait_for(collect(sdk.send_message(user("ask me"))), 60)
+    assert states(first)[-1] == pb.TASK_STATE_INPUT_REQUIRED
+    question = first[-1].status_update.status.message.parts[0].text
+    assert question == "What is your name?"
+    task = first[0].task
+    second = await asyncio.wait_for(
+        collect(sdk.send_message(user("Grace", task_id=task.id, context_id=task.context_id))), 60
+    )
+    assert states(second)[-1] == pb.TASK_STATE_COMPLETED
+    answers = [e.artifact_update.artifact for e in second if e.HasField("artifact_update")]
+    assert answers[-1].parts[0].text == "nice to meet you, Grace."
