@@ -10,6 +10,7 @@ topic                           direction           payload
                                                     runs once
 ``agent.skill.progress.{cid}``  runtime -> server   ``{text, step?, percent?, meta?}``
 ``agent.skill.toolframe.{cid}`` runtime -> server   ``{frame}`` (a tool-call-v1 frame)
+``agent.skill.artifact.{cid}``  runtime -> server   ``{artifact, append, lastChunk}`` (1.0 JSON)
 ``agent.input.request.{cid}``   runtime -> server   ``{requestId, question, meta?}``
 ``agent.skill.response.{cid}``  runtime -> server   ``{status, text?, parts?, error?, reason?}``
 ``agent.skill.sync.{cid}``      runtime -> server   ``{lastSeq}``: "alive, nothing more" (seq 0)
@@ -55,6 +56,7 @@ __all__ = [
     "REQUEST_CHANNEL",
     "STREAM_TOPICS",
     "TASK_TOPICS",
+    "TOPIC_ARTIFACT",
     "TOPIC_CANCEL",
     "TOPIC_EVENTS",
     "TOPIC_INPUT_REQUEST",
@@ -81,6 +83,7 @@ logger = logging.getLogger(__name__)
 TOPIC_REQUEST: Final = "agent.skill.request"
 TOPIC_PROGRESS: Final = "agent.skill.progress"
 TOPIC_TOOLFRAME: Final = "agent.skill.toolframe"
+TOPIC_ARTIFACT: Final = "agent.skill.artifact"
 TOPIC_INPUT_REQUEST: Final = "agent.input.request"
 TOPIC_RESPONSE: Final = "agent.skill.response"
 TOPIC_SYNC: Final = "agent.skill.sync"
@@ -92,7 +95,13 @@ TOPIC_EVENTS: Final = "agent.task.events"
 REQUEST_CHANNEL: Final = TOPIC_REQUEST
 """The layer channel work requests travel on (a channel, not a group: point-to-point)."""
 
-TASK_TOPICS: Final = (TOPIC_PROGRESS, TOPIC_TOOLFRAME, TOPIC_INPUT_REQUEST, TOPIC_RESPONSE)
+TASK_TOPICS: Final = (
+    TOPIC_PROGRESS,
+    TOPIC_TOOLFRAME,
+    TOPIC_ARTIFACT,
+    TOPIC_INPUT_REQUEST,
+    TOPIC_RESPONSE,
+)
 """What the runtime publishes for a task, in the order a stream consumer subscribes to them."""
 
 STREAM_TOPICS: Final = (*TASK_TOPICS, TOPIC_SYNC)

@@ -43,6 +43,9 @@ DEFAULTS: Final[dict[str, Any]] = {
     # [{id, name, description, tags, examples}], documentationUrl, iconUrl, url (the endpoint's
     # absolute URL; default: built from the request). Missing keys come from the agent.
     "CARD": {},
+    # Add the A2A 0.3 members (url, preferredTransport, protocolVersion) to the card so 0.3
+    # clients find the endpoint; clients sending A2A-Version: 1.0 always get the strict card.
+    "CARD_V03_MEMBERS": True,
     # Seconds of silence on a stream before a keepalive comment goes out.
     "KEEPALIVE_INTERVAL": 15.0,
     # Largest JSON-RPC request body accepted, in bytes (checked before parsing).

@@ -34,6 +34,11 @@ class Task(models.Model):
         max_length=64, blank=True, help_text="The open question's id while input-required."
     )
     last_seq = models.PositiveIntegerField(default=0, help_text="seq of the last event logged.")
+    reply_message = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The agent's answer when it replied with a Message instead of an artifact.",
+    )
 
     class Meta:
         indexes = (

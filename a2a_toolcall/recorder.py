@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from a2a_toolcall import store
 from a2a_toolcall.bus import (
+    TOPIC_ARTIFACT,
     TOPIC_CANCEL,
     TOPIC_EVENTS,
     TOPIC_INPUT_REQUEST,
@@ -167,6 +168,7 @@ class Recorder:
         self.artifacts: list[dict[str, Any]] = []
         self.metadata: dict[str, Any] = dict(task.metadata or {})
         self.pending_request_id = ""
+        self.reply_message: dict[str, Any] | None = None
         self.timeline = ToolTimeline()
         self.seq = 0
         self.unwritten: list[LoggedEvent] = []
@@ -205,6 +207,7 @@ class Recorder:
         text: str | None = None,
         message_metadata: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
+        message: Message | None = None,
     ) -> None:
         allowed = TRANSITIONS.get(self.state, frozenset())
         if state not in allowed:
@@ -212,8 +215,7 @@ class Recorder:
                 "task %s: ignoring %s after %s", self.task_id, state.name, self.state.name
             )
             return
-        message = None
-        if text is not None:
+        if message is None and text is not None:
             message = Message(
                 message_id=uuid.uuid4().hex,
                 role=Role.AGENT,
@@ -273,6 +275,7 @@ class Recorder:
             "artifacts": self.artifacts,
             "metadata": metadata,
             "pending_request_id": self.pending_request_id,
+            "reply_message": self.reply_message,
             "last_seq": self.seq,
             "updated_at": _when(self._status_ts()),
         }
@@ -393,6 +396,8 @@ class Recorder:
             await self._progress(payload, at)
         elif envelope.topic == TOPIC_TOOLFRAME:
             await self._frame(payload, at)
+        elif envelope.topic == TOPIC_ARTIFACT:
+            await self._streamed_artifact(payload, at)
         elif envelope.topic == TOPIC_INPUT_REQUEST:
             self.pending_request_id = str(payload.get("requestId") or "")
             await self._status(
@@ -427,6 +432,39 @@ class Recorder:
         )
         await self._artifact(artifact, at, last_chunk=False, write_first=False)
 
+    async def _streamed_artifact(self, payload: dict[str, Any], at: datetime) -> None:
+        try:
+            artifact = Artifact.model_validate(payload.get("artifact"))
+        except ValueError as exc:
+            logger.warning("task %s: dropping an invalid artifact: %s", self.task_id, exc)
+            return
+        append = bool(payload.get("append"))
+        self._keep_artifact(artifact, append=append)
+        event = self._emit(
+            StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
+                    task_id=self.task_id,
+                    context_id=self.context_id,
+                    artifact=artifact,
+                    append=append,
+                    last_chunk=bool(payload.get("lastChunk", True)),
+                )
+            ),
+            at,
+        )
+        await self._hand_out(event, write_first=False)
+
+    def _keep_artifact(self, artifact: Artifact, *, append: bool) -> None:
+        wire = artifact.to_wire()
+        for i, kept in enumerate(self.artifacts):
+            if kept["artifactId"] == artifact.artifact_id:
+                if append:
+                    kept["parts"] = [*kept.get("parts", []), *wire.get("parts", [])]
+                else:
+                    self.artifacts[i] = wire
+                return
+        self.artifacts.append(wire)
+
     async def _answered(self, payload: dict[str, Any], at: datetime) -> None:
         if self.state is not TaskState.INPUT_REQUIRED:
             return
@@ -444,11 +482,25 @@ class Recorder:
             if isinstance(text, str):
                 parts.append({"text": text})
             parts += [p for p in payload.get("parts") or () if isinstance(p, dict)]
+            if payload.get("asMessage"):
+                # A direct reply: no answer artifact; the message is the answer (and the
+                # completed status's message), stored before anyone sees the status.
+                reply = Message.model_validate(
+                    {
+                        "messageId": uuid.uuid4().hex,
+                        "role": Role.AGENT.value,
+                        "contextId": self.context_id,
+                        "parts": parts or [{"text": ""}],
+                    }
+                )
+                self.reply_message = reply.to_wire()
+                await self._status(TaskState.COMPLETED, at, message=reply)
+                return
             if parts:
                 artifact = Artifact.model_validate(
                     {"artifactId": uuid.uuid4().hex, "name": ANSWER_ARTIFACT_NAME, "parts": parts}
                 )
-                self.artifacts.append(artifact.to_wire())
+                self._keep_artifact(artifact, append=False)
                 await self._artifact(artifact, at, last_chunk=True, write_first=False)
             await self._status(
                 TaskState.COMPLETED, at, text=text if isinstance(text, str) else None
@@ -456,6 +508,10 @@ class Recorder:
         elif status == "canceled":
             await self._status(
                 TaskState.CANCELED, at, text=str(payload.get("reason") or "canceled")
+            )
+        elif status == "rejected":
+            await self._status(
+                TaskState.REJECTED, at, text=str(payload.get("reason") or "rejected")
             )
         else:
             await self._status(TaskState.FAILED, at, text=str(payload.get("error") or "failed"))

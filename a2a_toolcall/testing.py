@@ -27,6 +27,7 @@ from channels.layers import InMemoryChannelLayer
 
 from a2a_toolcall.bus import (
     TASK_TOPICS,
+    TOPIC_ARTIFACT,
     TOPIC_CANCEL,
     TOPIC_INPUT_REQUEST,
     TOPIC_INPUT_RESPONSE,
@@ -78,6 +79,11 @@ class AgentRun:
     def frames(self) -> list[ToolCallStarted | ToolCallCompleted | ToolCallFailed]:
         """The tool-call frames, in publication order."""
         return [frame_from_wire(e.payload["frame"]) for e in self.of(TOPIC_TOOLFRAME)]
+
+    @property
+    def artifacts(self) -> list[dict[str, Any]]:
+        """The artifact updates the agent streamed (``{artifact, append, lastChunk}``)."""
+        return [e.payload for e in self.of(TOPIC_ARTIFACT)]
 
     @property
     def questions(self) -> list[str]:

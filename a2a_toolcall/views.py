@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -17,6 +18,7 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.urls import reverse
+from django.utils.http import http_date, parse_http_date_safe
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
@@ -29,6 +31,7 @@ from a2a_toolcall.protocol.models import (
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
+    Message,
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
@@ -75,21 +78,47 @@ def _endpoint_url(request: HttpRequest) -> str:
 
 
 async def agent_card(request: HttpRequest) -> HttpResponse:
-    """``/.well-known/agent-card.json``: the 1.0 card with the 0.3 members, cacheable."""
+    """``/.well-known/agent-card.json``: the 1.0 card, with the 0.3 members for 0.3 clients.
+
+    A client that says ``A2A-Version: 1.0`` gets the strict 1.0 card; others get the 0.3
+    members too (``url``, ``preferredTransport``, ``protocolVersion``), unless
+    ``CARD_V03_MEMBERS`` is False. Cacheable: ``Cache-Control``, ``ETag``, ``Last-Modified``.
+    """
     if request.method not in ("GET", "HEAD"):
         response = HttpResponse(status=405)
         response["Allow"] = "GET, HEAD"
         return response
-    body = _json_bytes(v03.dual_card(build_card(_endpoint_url(request))))
-    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-    if etag in _etags(request.headers.get("If-None-Match", "")):
-        response = HttpResponse(status=304)
+    card = build_card(_endpoint_url(request))
+    asks_v10 = (request.headers.get("A2A-Version") or "").strip().startswith("1.")
+    if get_setting("CARD_V03_MEMBERS") and not asks_v10:
+        body = _json_bytes(v03.dual_card(card))
     else:
-        response = HttpResponse(body, content_type="application/json")
+        body = card.to_json()
+    digest = hashlib.sha256(body).hexdigest()
+    etag = '"' + digest[:32] + '"'
+    # The card changes only with the settings: the first time this process served a version is
+    # its modification time.
+    modified = _first_served.setdefault(digest, int(time.time()))
+    not_modified = etag in _etags(request.headers.get("If-None-Match", "")) or (
+        "If-None-Match" not in request.headers
+        and (since := parse_http_date_safe(request.headers.get("If-Modified-Since", "")))
+        is not None
+        and since >= modified
+    )
+    response = (
+        HttpResponse(status=304)
+        if not_modified
+        else HttpResponse(body, content_type="application/json")
+    )
     response["ETag"] = etag
+    response["Last-Modified"] = http_date(modified)
     response["Cache-Control"] = f"public, max-age={CARD_MAX_AGE}"
+    response["Vary"] = "A2A-Version"
     response["Access-Control-Allow-Origin"] = "*"
     return response
+
+
+_first_served: dict[str, int] = {}
 
 
 def _etags(header: str) -> set[str]:
@@ -294,10 +323,14 @@ async def send_message(call: Call) -> HttpResponseBase:
     if not (config and config.return_immediately):
         await service.wait(started.task_id, started.after_seq)
     history = config.history_length if config else None
-    task = await store.get_task(started.task_id, history_length=history)
+    row = await store.load_row(started.task_id)
+    if row.reply_message is not None:
+        result = SendMessageResponse(message=Message.model_validate(row.reply_message))
+    else:
+        result = SendMessageResponse(task=store.snapshot(row, history_length=history))
     if call.dialect == "0.3":
-        return call.answer(v03.send_message_response_to_v03(SendMessageResponse(task=task)))
-    return call.answer(SendMessageResponse(task=task))
+        return call.answer(v03.send_message_response_to_v03(result))
+    return call.answer(result)
 
 
 async def send_streaming_message(call: Call) -> HttpResponseBase:

@@ -2,7 +2,8 @@
 
 Environment overrides, for trying the same site on other infrastructure:
 ``DJANGO_DEBUG`` (default on), ``DJANGO_SECRET_KEY``, ``DJANGO_ALLOWED_HOSTS`` (comma-separated),
-``DATABASE_PATH`` (the SQLite file).
+``DATABASE_PATH`` (the SQLite file), ``A2A_DEMO_AGENT`` (``demo`` or ``tck``), ``A2A_CARD_V03``
+(``0`` for the strict 1.0 card).
 """
 
 import os
@@ -71,7 +72,14 @@ CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}
 # The agent this site serves (a2a_toolcall reads everything from this one dict; see
 # docs/settings.md for every key and its default).
 A2A_TOOLCALL = {
-    "AGENTS": {"demo": "project.agents.demo_agent"},
+    "AGENTS": {
+        "demo": "project.agents.demo_agent",
+        "tck": "project.tck_agent.tck_agent",
+    },
+    # A2A_DEMO_AGENT=tck serves the conformance kit's scenario agent instead of the demo.
+    "DEFAULT_AGENT": os.environ.get("A2A_DEMO_AGENT", "demo"),
+    # A2A_CARD_V03=0 serves the strict 1.0 card to every client (see docs/conformance.md).
+    "CARD_V03_MEMBERS": os.environ.get("A2A_CARD_V03", "1") == "1",
 }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -109,6 +109,7 @@ A2A_TOOLCALL = {
         "echo": "tests.agents.echo",
         "parked": "tests.agents.parked",
         "whoami": "tests.agents.whoami",
+        "tck": "project.tck_agent.tck_agent",
     },
     "DEFAULT_AGENT": os.environ.get("A2A_TEST_AGENT", "demo"),
     "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),

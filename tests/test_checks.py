@@ -8,6 +8,9 @@ import pytest
 from django.core.checks import run_checks
 from django.test import override_settings
 
+# Model checks (JSONField support) open a database connection on Django 6.
+pytestmark = pytest.mark.django_db
+
 REDIS = {"address": "redis://127.0.0.1:6379/0", "socket_timeout": 30}
 MEMORY = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 AGENTS = {"echo": "tests.agents.echo"}

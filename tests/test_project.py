@@ -7,6 +7,7 @@ from django.core.management import call_command
 from django.test import Client
 
 
+@pytest.mark.django_db
 def test_system_checks_pass() -> None:
     call_command("check", fail_level="WARNING")
 

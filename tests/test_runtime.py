@@ -19,6 +19,7 @@ from a2a_toolcall.bus import (
     Bus,
 )
 from a2a_toolcall.contract import ToolCallCompleted, ToolCallFailed, ToolCallStarted
+from a2a_toolcall.protocol import models as m
 from a2a_toolcall.runtime import (
     AgentError,
     AgentInput,
@@ -428,3 +429,70 @@ async def test_narration_rules_from_settings() -> None:
 def _forget_woken() -> Iterator[None]:
     yield
     test_agents.WOKE_UP.clear()
+
+
+async def test_streamed_artifacts_rejection_and_direct_replies() -> None:
+    from a2a_toolcall.runtime import AgentRejected, ArtifactUpdate
+
+    async def chunks(task: AgentInput) -> AsyncGenerator[Event, Any]:
+        yield ArtifactUpdate([{"text": "a"}], artifact_id="x", name="out", last_chunk=False)
+        yield ArtifactUpdate([m.Part(text="b")], artifact_id="x", append=True)
+        yield Reply(text="direct", as_message=True)
+
+    run = await run_agent(chunks, "x")
+    assert run.artifacts == [
+        {
+            "artifact": {"artifactId": "x", "parts": [{"text": "a"}], "name": "out"},
+            "append": False,
+            "lastChunk": False,
+        },
+        {
+            "artifact": {"artifactId": "x", "parts": [{"text": "b"}]},
+            "append": True,
+            "lastChunk": True,
+        },
+    ]
+    assert run.response == {"status": "completed", "text": "direct", "asMessage": True}
+
+    async def refuses(task: AgentInput) -> AsyncGenerator[Event, Any]:
+        raise AgentRejected("out of scope")
+        yield  # pragma: no cover
+
+    assert (await run_agent(refuses, "x")).response == {
+        "status": "rejected",
+        "reason": "out of scope",
+    }
+
+
+async def test_answers_carry_the_whole_message() -> None:
+    from a2a_toolcall.runtime import InputRequest
+
+    seen: list[Any] = []
+
+    async def asks(task: AgentInput) -> AsyncGenerator[Event, Any]:
+        answer = yield InputRequest("name?")
+        seen.append(answer)
+        yield Reply(text=str(answer))
+
+    bus = Bus(InMemoryChannelLayer())
+    runtime = Runtime(bus=bus, agents={"asks": asks}, default_agent="asks", retain=0)
+    work = request("x")
+    async with TaskRecorder(bus, work["cid"]) as recorder:
+        running = asyncio.ensure_future(runtime.run(work))
+        question = await recorder.wait_for("agent.input.request")
+        reply = user_message("Ada")
+        await bus.publish(
+            "agent.input.response",
+            work["cid"],
+            {
+                "requestId": question.payload["requestId"],
+                "text": "Ada",
+                "parts": [p.to_wire() for p in reply.parts],
+                "message": reply.to_wire(),
+            },
+            seq=1,
+        )
+        run = await recorder.wait(5)
+        await running
+    assert run.text == "Ada"
+    assert seen[0].message == reply and seen[0].parts == tuple(reply.parts)

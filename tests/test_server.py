@@ -539,3 +539,70 @@ async def test_a_bus_losing_messages_still_streams_every_frame_once_in_order(
     task_id = stream.results[0]["task"]["id"]
     stored = (await client.call("GetTask", {"id": task_id}))["result"]
     assert stored["artifacts"][0]["parts"][0]["text"].startswith("0*0 = 0; 1*1 = 1;")
+
+
+@pytest.fixture(scope="module")
+def tck_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server("memory", tmp_path_factory.mktemp("tck"), A2A_TEST_AGENT="tck") as s:
+        yield s
+
+
+async def test_direct_message_replies_and_streamed_artifacts(tck_server: LiveServer) -> None:
+    client = Client(tck_server)
+    direct = await client.call(
+        "SendMessage",
+        {
+            "message": {
+                "messageId": "tck-message-response-1",
+                "role": "ROLE_USER",
+                "parts": [{"text": "hi"}],
+            }
+        },
+    )
+    reply = direct["result"]["message"]
+    assert reply["role"] == "ROLE_AGENT" and reply["parts"] == [{"text": "Direct message response"}]
+    assert "contextId" in reply
+    chunked = await client.stream(
+        "SendStreamingMessage",
+        {
+            "message": {
+                "messageId": "tck-stream-artifact-chunked-1",
+                "role": "ROLE_USER",
+                "parts": [{"text": "hi"}],
+            }
+        },
+    )
+    updates = [r["artifactUpdate"] for r in chunked.results if "artifactUpdate" in r]
+    assert [(u["artifact"]["parts"][0]["text"], u["append"], u["lastChunk"]) for u in updates] == [
+        ("chunk-1 ", False, False),
+        ("chunk-2", True, True),
+    ]
+    task = (await client.call("GetTask", {"id": chunked.results[0]["task"]["id"]}))["result"]
+    assert task["artifacts"] == [
+        {"artifactId": "chunked", "parts": [{"text": "chunk-1 "}, {"text": "chunk-2"}]}
+    ]
+    rejected = await client.call(
+        "SendMessage",
+        {
+            "message": {
+                "messageId": "tck-reject-task-1",
+                "role": "ROLE_USER",
+                "parts": [{"text": "hi"}],
+            }
+        },
+    )
+    assert rejected["result"]["task"]["status"]["state"] == "TASK_STATE_REJECTED"
+
+
+async def test_the_card_for_1_0_clients_is_strict_and_dated(server: LiveServer) -> None:
+    async with httpx.AsyncClient() as http:
+        strict = await http.get(
+            server.url + "/.well-known/agent-card.json", headers={"A2A-Version": "1.0"}
+        )
+        assert "url" not in strict.json() and "supportedInterfaces" in strict.json()
+        assert strict.headers["vary"] == "A2A-Version"
+        since = await http.get(
+            server.url + "/.well-known/agent-card.json",
+            headers={"If-Modified-Since": strict.headers["last-modified"]},
+        )
+    assert since.status_code == 304

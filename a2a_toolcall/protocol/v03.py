@@ -732,6 +732,8 @@ def dual_card(card: AgentCard) -> dict[str, Any]:
         legacy = card_to_v03(card)
     except ValueError:
         return merged
+    if not legacy.get("supportsAuthenticatedExtendedCard"):
+        legacy.pop("supportsAuthenticatedExtendedCard", None)  # as the official SDK serves it
     _merge_missing(merged, legacy)
     return merged
 

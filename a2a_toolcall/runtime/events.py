@@ -18,11 +18,14 @@ Events and what the runtime does with them:
   that raises becomes a ``failed`` frame and a failed :class:`ToolResult`, not a crashed task.
 - A tool-call-v1 frame (``ToolCallStarted`` ...), or a list of frames: published as they are,
   for agents that run tools themselves (the LangGraph adapter); a list is one tool turn.
+- :class:`ArtifactUpdate`: an output of the task, streamed as it is made (whole, or in chunks
+  with ``append``/``last_chunk``).
 - :class:`InputRequest`: the task becomes input-required; the user's :class:`UserAnswer` is sent
   back into the generator.
 - :class:`Reply`: the final answer. Nothing the agent does after it is published.
 
-An agent fails a task cleanly by raising :class:`AgentError`; any other exception also fails
+An agent fails a task cleanly by raising :class:`AgentError`, or rejects it (the task was never
+started: out of scope, refused) by raising :class:`AgentRejected`; any other exception also fails
 the task, with the exception's type and message.
 
 Nothing here knows about HTTP, the channel layer or the ORM.
@@ -41,6 +44,8 @@ __all__ = [
     "Agent",
     "AgentError",
     "AgentInput",
+    "AgentRejected",
+    "ArtifactUpdate",
     "Event",
     "InputRequest",
     "Progress",
@@ -108,6 +113,24 @@ class ToolResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ArtifactUpdate:
+    """An artifact (or a chunk of one) to stream now, before the reply.
+
+    ``parts`` are protocol :class:`Part` models or their 1.0 JSON. Chunks of one artifact share
+    an ``artifact_id``: the first has ``append=False``, the following ``append=True``, the last
+    ``last_chunk=True``. Without an id, each update is a new artifact.
+    """
+
+    parts: Sequence[Part | dict[str, Any]]
+    name: str | None = None
+    artifact_id: str | None = None
+    description: str | None = None
+    append: bool = False
+    last_chunk: bool = True
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class InputRequest:
     """Ask the user a question; the task waits (input-required) for the answer."""
 
@@ -121,6 +144,8 @@ class UserAnswer:
 
     text: str
     parts: tuple[Part, ...] = ()
+    message: Message | None = None
+    """The whole A2A message the answer came in (its id, metadata...), when there is one."""
 
     def __str__(self) -> str:
         return self.text
@@ -128,19 +153,38 @@ class UserAnswer:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """The final answer: text and/or data parts (any JSON values) and/or ready-made parts."""
+    """The final answer: text and/or data parts (any JSON values) and/or ready-made parts.
+
+    With ``as_message=True`` the answer is a direct A2A Message rather than an artifact of the
+    task: a blocking ``SendMessage`` then returns that Message (spec 3.1.1); streams, which have
+    already shown the task, end with it as the completed status's message.
+    """
 
     text: str | None = None
     data: Sequence[Any] = ()
     parts: Sequence[Part] = ()
+    as_message: bool = False
 
 
 class AgentError(Exception):
     """Raise to fail the task with this message (shown to the client as is)."""
 
 
+class AgentRejected(Exception):
+    """Raise to reject the task (state REJECTED) with this message."""
+
+
 Frame: TypeAlias = ToolCallStarted | ToolCallCompleted | ToolCallFailed
-Event: TypeAlias = Progress | ToolCall | list[ToolCall] | Frame | list[Frame] | InputRequest | Reply
+Event: TypeAlias = (
+    Progress
+    | ToolCall
+    | list[ToolCall]
+    | Frame
+    | list[Frame]
+    | ArtifactUpdate
+    | InputRequest
+    | Reply
+)
 """Anything an agent may yield."""
 
 Agent: TypeAlias = Callable[[AgentInput], AsyncIterator[Event]]

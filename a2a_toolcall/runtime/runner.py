@@ -34,6 +34,7 @@ from pydantic_core import to_jsonable_python
 
 from a2a_toolcall.bus import (
     CONTROL_TOPICS,
+    TOPIC_ARTIFACT,
     TOPIC_CANCEL,
     TOPIC_INPUT_REQUEST,
     TOPIC_INPUT_RESPONSE,
@@ -59,6 +60,8 @@ from a2a_toolcall.runtime.events import (
     Agent,
     AgentError,
     AgentInput,
+    AgentRejected,
+    ArtifactUpdate,
     InputRequest,
     Progress,
     Reply,
@@ -242,7 +245,14 @@ class _TaskRun:
             parts = tuple(
                 Part.model_validate(p) for p in payload.get("parts") or () if isinstance(p, dict)
             )
-            future.set_result(UserAnswer(text=str(payload.get("text") or ""), parts=parts))
+            message = payload.get("message")
+            future.set_result(
+                UserAnswer(
+                    text=str(payload.get("text") or ""),
+                    parts=parts,
+                    message=Message.model_validate(message) if isinstance(message, dict) else None,
+                )
+            )
         elif envelope.topic == TOPIC_RESEND:
             if isinstance(payload.get("ack"), int):
                 self.publisher.acknowledge(payload["ack"])
@@ -310,6 +320,8 @@ class _TaskRun:
             exc = exc.exceptions[0]  # a TaskGroup of tools wraps what went wrong
         if isinstance(exc, AgentError):
             return {"status": "failed", "error": str(exc) or "the agent failed"}
+        if isinstance(exc, AgentRejected):
+            return {"status": "rejected", "reason": str(exc) or "the agent rejected the task"}
         logger.exception("task %s: the agent raised", self.cid)
         return {"status": "failed", "error": f"the agent failed: {type(exc).__name__}: {exc}"}
 
@@ -323,6 +335,9 @@ class _TaskRun:
             return (await self._run_tools([event]))[0]
         if isinstance(event, InputRequest):
             return _AwaitInput(event)
+        if isinstance(event, ArtifactUpdate):
+            await self._publish_artifact(event)
+            return None
         if (
             isinstance(event, list | tuple)
             and event
@@ -335,7 +350,7 @@ class _TaskRun:
             return None
         raise AgentError(
             f"the agent yielded {type(event).__name__}, which is not an event (Progress, "
-            "ToolCall, a tool-call frame, InputRequest or Reply)"
+            "ToolCall, a tool-call frame, ArtifactUpdate, InputRequest or Reply)"
         )
 
     @staticmethod
@@ -358,6 +373,8 @@ class _TaskRun:
             response["text"] = reply.text
         if parts:
             response["parts"] = parts
+        if reply.as_message:
+            response["asMessage"] = True
         return response
 
     async def _ask(self, request: InputRequest) -> UserAnswer:
@@ -384,6 +401,26 @@ class _TaskRun:
         if progress.meta:
             payload["meta"] = _jsonable(progress.meta)
         await self.publisher.publish(TOPIC_PROGRESS, payload)
+
+    async def _publish_artifact(self, update: ArtifactUpdate) -> None:
+        artifact: dict[str, Any] = {
+            "artifactId": update.artifact_id or uuid.uuid4().hex,
+            "parts": [
+                p.to_wire() if isinstance(p, Part) else Part.model_validate(p).to_wire()
+                for p in update.parts
+            ],
+        }
+        for key, value in (
+            ("name", update.name),
+            ("description", update.description),
+            ("metadata", update.metadata),
+        ):
+            if value is not None:
+                artifact[key] = _jsonable(value)
+        await self.publisher.publish(
+            TOPIC_ARTIFACT,
+            {"artifact": artifact, "append": update.append, "lastChunk": update.last_chunk},
+        )
 
     async def _narrate(self, calls: Sequence[tuple[str, Any]]) -> None:
         try:
