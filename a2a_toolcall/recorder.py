@@ -246,7 +246,13 @@ class Recorder:
         await self._hand_out(event, write_first=changed)
 
     async def _artifact(
-        self, artifact: Artifact, emitted_at: datetime, *, last_chunk: bool, write_first: bool
+        self,
+        artifact: Artifact,
+        emitted_at: datetime,
+        *,
+        last_chunk: bool,
+        write_first: bool,
+        append: bool = False,
     ) -> None:
         event = self._emit(
             StreamResponse(
@@ -254,7 +260,7 @@ class Recorder:
                     task_id=self.task_id,
                     context_id=self.context_id,
                     artifact=artifact,
-                    append=False,
+                    append=append,
                     last_chunk=last_chunk,
                 )
             ),
@@ -440,19 +446,13 @@ class Recorder:
             return
         append = bool(payload.get("append"))
         self._keep_artifact(artifact, append=append)
-        event = self._emit(
-            StreamResponse(
-                artifact_update=TaskArtifactUpdateEvent(
-                    task_id=self.task_id,
-                    context_id=self.context_id,
-                    artifact=artifact,
-                    append=append,
-                    last_chunk=bool(payload.get("lastChunk", True)),
-                )
-            ),
+        await self._artifact(
+            artifact,
             at,
+            last_chunk=bool(payload.get("lastChunk", True)),
+            write_first=False,
+            append=append,
         )
-        await self._hand_out(event, write_first=False)
 
     def _keep_artifact(self, artifact: Artifact, *, append: bool) -> None:
         wire = artifact.to_wire()

@@ -121,7 +121,3 @@ def live_server(config: str, tmp: Path, **extra_env: str) -> Iterator[LiveServer
             with psycopg.connect("host=127.0.0.1 user=postgres dbname=test", autocommit=True) as db:
                 db.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
-
-def server_logs(server: LiveServer, tmp: Path) -> str:
-    """Everything the server's processes printed (for failure messages)."""
-    return "\n".join(p.read_text(errors="replace") for p in sorted(tmp.glob("a2a_live_*.log")))
