@@ -120,4 +120,3 @@ def live_server(config: str, tmp: Path, **extra_env: str) -> Iterator[LiveServer
         if config == "redis":
             with psycopg.connect("host=127.0.0.1 user=postgres dbname=test", autocommit=True) as db:
                 db.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-

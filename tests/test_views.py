@@ -102,3 +102,85 @@ def test_declared_oversized_body_is_rejected_before_reading() -> None:
     request.META["CONTENT_LENGTH"] = str(50 * 1024 * 1024)  # the body is never read
     with pytest.raises(jsonrpc.InvalidRequestError, match="the limit is 1048576"):
         views._body(request)
+
+
+BAD_REQUESTS = [
+    (b"{not json", "application/json", {}, -32700),
+    (b"[]", "application/json", {}, -32600),
+    (b'{"jsonrpc":"2.0","id":1,"method":"Nope"}', "application/json", {}, -32601),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"X"}}}',
+        "application/json",
+        {},
+        -32602,
+    ),
+    (b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}', "text/plain", {}, -32005),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}',
+        "application/json",
+        {"A2A-Version": "9.9"},
+        -32009,
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"CancelTask","params":{"id":"done"}}',
+        "application/json",
+        {},
+        -32002,
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m",'
+        b'"role":"ROLE_USER","taskId":"done","parts":[{"text":"x"}]}}}',
+        "application/json",
+        {},
+        -32004,
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"done"}}',
+        "application/json",
+        {},
+        -32004,
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"missing"}}',
+        "application/json",
+        {},
+        -32001,
+    ),
+]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("body", "content_type", "headers", "code"), BAD_REQUESTS)
+async def test_errors_store_and_publish_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+    body: bytes,
+    content_type: str,
+    headers: dict[str, str],
+    code: int,
+) -> None:
+    from channels.layers import InMemoryChannelLayer
+
+    from a2a_toolcall.models import Task
+
+    await Task.objects.acreate(
+        id="done",
+        context_id="c",
+        agent="demo",
+        state="TASK_STATE_COMPLETED",
+        status={"state": "TASK_STATE_COMPLETED"},
+    )
+    sent: list[Any] = []
+
+    async def spy(self: Any, *args: Any) -> None:
+        sent.append(args)
+
+    monkeypatch.setattr(InMemoryChannelLayer, "send", spy)
+    monkeypatch.setattr(InMemoryChannelLayer, "group_send", spy)
+    response = await AsyncClient().post(
+        "/a2a/", data=body, content_type=content_type, headers={"A2A-Version": "1.0", **headers}
+    )
+    assert response.json()["error"]["code"] == code
+    assert sent == []  # nothing published on the bus
+    assert await Task.objects.acount() == 1  # nothing stored
+    row = await Task.objects.aget(pk="done")
+    assert row.state == "TASK_STATE_COMPLETED" and row.last_seq == 0
