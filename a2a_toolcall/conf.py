@@ -36,6 +36,11 @@ DEFAULTS: Final[dict[str, Any]] = {
     # Narration: extra rules tried before the built-in ones, as (regex on the tool name,
     # phrase template with {name}, {agent} and {args}), and/or a dotted path to a function
     # replacing the humanizer altogether: (calls: Sequence[tuple[str, Any]]) -> str.
+    # Tool args and results longer than this (characters of JSON) are cut, with a marker
+    # stating the full size, before they go on the wire.
+    "FRAME_VALUE_LIMIT": 32_768,
+    # LangGraph agents: the graph's recursion limit (steps per run).
+    "LANGGRAPH_RECURSION_LIMIT": 25,
     "NARRATION_RULES": [],
     "HUMANIZER": None,
     # --- the A2A server ---

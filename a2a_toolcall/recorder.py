@@ -332,7 +332,9 @@ class Recorder:
         try:
             async with self.stream:
                 self.ready.set()
-                await self._hand_out(self.unwritten[-1], write_first=True)
+                # The SUBMITTED row is already stored: the snapshot goes out at once, and is
+                # written together with WORKING (one transaction on the way to "thinking").
+                await self._hand_out(self.unwritten[-1], write_first=False)
                 await self._status(TaskState.WORKING, datetime.now(UTC))
                 await self._record()
                 await self.stream.finish()

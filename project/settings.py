@@ -2,8 +2,9 @@
 
 Environment overrides, for trying the same site on other infrastructure:
 ``DJANGO_DEBUG`` (default on), ``DJANGO_SECRET_KEY``, ``DJANGO_ALLOWED_HOSTS`` (comma-separated),
-``DATABASE_PATH`` (the SQLite file), ``A2A_DEMO_AGENT`` (``demo`` or ``tck``), ``A2A_CARD_V03``
-(``0`` for the strict 1.0 card).
+``DATABASE_PATH`` (the SQLite file), ``A2A_DEMO_AGENT`` (``assistant``, ``plain`` or ``tck``),
+``A2A_DEMO_OPENAI_MODEL``/``_BASE_URL``/``_API_KEY`` (see project/langgraph_agent.py),
+``A2A_CARD_V03`` (``0`` for the strict 1.0 card).
 """
 
 import os
@@ -63,6 +64,13 @@ DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.environ.get("DATABASE_PATH", str(BASE_DIR / "db.sqlite3")),
+        # WAL: streams read the task log while the recorder writes it, and a commit does not
+        # wait for a full fsync (the demo's durability needs are modest).
+        "OPTIONS": {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        },
     }
 }
 
@@ -73,11 +81,14 @@ CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}
 # docs/settings.md for every key and its default).
 A2A_TOOLCALL = {
     "AGENTS": {
-        "demo": "project.agents.demo_agent",
+        # A LangGraph ReAct agent with an offline planner model (project/langgraph_agent.py).
+        "assistant": "project.langgraph_agent.assistant",
+        # The same tools driven by a plain async generator, no framework (project/agents.py).
+        "plain": "project.agents.demo_agent",
+        # The A2A conformance kit's scenario agent (docs/conformance.md).
         "tck": "project.tck_agent.tck_agent",
     },
-    # A2A_DEMO_AGENT=tck serves the conformance kit's scenario agent instead of the demo.
-    "DEFAULT_AGENT": os.environ.get("A2A_DEMO_AGENT", "demo"),
+    "DEFAULT_AGENT": os.environ.get("A2A_DEMO_AGENT", "assistant"),
     # A2A_CARD_V03=0 serves the strict 1.0 card to every client (see docs/conformance.md).
     "CARD_V03_MEMBERS": os.environ.get("A2A_CARD_V03", "1") == "1",
 }

@@ -110,6 +110,7 @@ A2A_TOOLCALL = {
         "parked": "tests.agents.parked",
         "whoami": "tests.agents.whoami",
         "tck": "project.tck_agent.tck_agent",
+        "assistant": "project.langgraph_agent.assistant",
     },
     "DEFAULT_AGENT": os.environ.get("A2A_TEST_AGENT", "demo"),
     "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),

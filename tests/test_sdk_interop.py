@@ -162,3 +162,50 @@ async def test_multi_turn_input_required(sdk: Client) -> None:
     assert states(second)[-1] == pb.TASK_STATE_COMPLETED
     answers = [e.artifact_update.artifact for e in second if e.HasField("artifact_update")]
     assert answers[-1].parts[0].text == "nice to meet you, Grace."
+
+
+@pytest.fixture(scope="module")
+def assistant_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server(
+        "memory", tmp_path_factory.mktemp("assistant"), A2A_TEST_AGENT="assistant"
+    ) as running:
+        yield running
+
+
+async def test_the_langgraph_assistant_streams_live_to_the_sdk_client(
+    assistant_server: LiveServer,
+) -> None:
+    import time
+
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, assistant_server.url).get_agent_card()
+    client = ClientFactory(ClientConfig(streaming=True)).create(card)
+    arrivals: list[tuple[float, pb.StreamResponse]] = []
+    try:
+        async for event in client.send_message(user("what is 6*7 and wait 2 and fail")):
+            arrivals.append((time.monotonic(), event))
+    finally:
+        await client.close()
+    events = [e for _, e in arrivals]
+    narration = [
+        e.status_update.status.message.parts[0].text
+        for e in events
+        if e.HasField("status_update") and e.status_update.status.message.parts
+    ]
+    assert narration[0] == "thinking"
+    assert narration[1] == "running calculator; running slow; running broken"
+    first_started = next(i for i, e in enumerate(events) if frames_of([e]))
+    thinking_at = next(
+        i
+        for i, e in enumerate(events)
+        if e.HasField("status_update") and e.status_update.status.message.parts
+    )
+    assert thinking_at < first_started  # motion before the planner's first decision
+    timed = [(t, f) for t, e in arrivals for f in frames_of([e])]
+    when = {(f.phase, f.name): t for t, f in timed}
+    # The slow tool's start reached the client while the tool was still sleeping (2 s).
+    assert when[("completed", "slow")] - when[("started", "slow")] > 1.5
+    # The fast tools resolved live, long before the slow one.
+    assert when[("completed", "calculator")] < when[("completed", "slow")] - 1.0
+    assert when[("failed", "broken")] < when[("completed", "slow")] - 1.0
+    assert states(events)[-1] == pb.TASK_STATE_COMPLETED

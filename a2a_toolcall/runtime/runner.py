@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from pydantic import ValidationError
-from pydantic_core import to_jsonable_python
 
 from a2a_toolcall.bus import (
     CONTROL_TOPICS,
@@ -69,6 +68,7 @@ from a2a_toolcall.runtime.events import (
     ToolResult,
     UserAnswer,
 )
+from a2a_toolcall.runtime.limits import bound, jsonable
 from a2a_toolcall.runtime.narration import Humanizer, humanize
 
 __all__ = [
@@ -116,7 +116,7 @@ def build_request(
 def _jsonable(value: Any) -> Any:
     # Tool args and results reach the wire as JSON: tuples become lists, datetimes ISO text,
     # anything else unknown its str().
-    return to_jsonable_python(value, fallback=str)
+    return jsonable(value)
 
 
 class _Stopped(Exception):
@@ -455,7 +455,11 @@ class _TaskRun:
         await self._narrate([(call.name, call.args) for call in calls])
         for call, call_id in zip(calls, ids, strict=True):
             await self._publish_frame(
-                ToolCallStarted(tool_call_id=call_id, name=call.name, args=_jsonable(call.args))
+                ToolCallStarted(
+                    tool_call_id=call_id,
+                    name=call.name,
+                    args=bound(call.args, self.runtime.value_limit),
+                )
             )
         async with asyncio.TaskGroup() as group:
             runs = [
@@ -476,7 +480,9 @@ class _TaskRun:
             )
             return ToolResult(id=call_id, name=call.name, ok=False, error=error)
         await self._publish_frame(
-            ToolCallCompleted(tool_call_id=call_id, name=call.name, result=_jsonable(value))
+            ToolCallCompleted(
+                tool_call_id=call_id, name=call.name, result=bound(value, self.runtime.value_limit)
+            )
         )
         return ToolResult(id=call_id, name=call.name, ok=True, value=value)
 
@@ -525,6 +531,7 @@ class Runtime:
         self.concurrency = int(concurrency or get_setting("WORKER_CONCURRENCY"))
         self.humanizer = humanizer or get_humanizer()
         self.retain = float(get_setting("RETAIN_AFTER_RESPONSE") if retain is None else retain)
+        self.value_limit = int(get_setting("FRAME_VALUE_LIMIT"))
         self._runs: dict[str, _TaskRun] = {}
         self._lingering: set[asyncio.Task[None]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
