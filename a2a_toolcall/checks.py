@@ -26,7 +26,87 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     errors += _check_layers(config)
     errors += _check_numbers(config)
     errors += _check_narration(config)
+    errors += _check_keys()
+    errors += _check_hygiene(config)
+    errors += _check_deployment(config)
     return errors
+
+
+def _check_keys() -> list[CheckMessage]:
+    from a2a_toolcall.conf import DEFAULTS
+
+    user = getattr(settings, "A2A_TOOLCALL", {}) or {}
+    unknown = sorted(set(user) - set(DEFAULTS))
+    if not unknown:
+        return []
+    return [
+        Warning(
+            f"A2A_TOOLCALL has unknown keys: {', '.join(unknown)}; they are ignored.",
+            hint="Check the spelling against docs/settings.md.",
+            id="a2a_toolcall.W004",
+        )
+    ]
+
+
+def _check_hygiene(config: dict[str, Any]) -> list[CheckMessage]:
+    errors: list[CheckMessage] = []
+    keys = config["REDACT_KEYS"]
+    if not isinstance(keys, list | tuple) or not all(isinstance(k, str) for k in keys):
+        errors.append(
+            Error(
+                f"A2A_TOOLCALL['REDACT_KEYS'] must be a list of key names, not {keys!r}.",
+                hint='e.g. ["password", "token", "api_key", "authorization", "secret"]',
+                id="a2a_toolcall.E010",
+            )
+        )
+    if config["REDACT_HOOK"]:
+        try:
+            import_string(config["REDACT_HOOK"])
+        except ImportError as exc:
+            errors.append(
+                Error(
+                    f"A2A_TOOLCALL['REDACT_HOOK'] = {config['REDACT_HOOK']!r} cannot be "
+                    f"imported: {exc}.",
+                    id="a2a_toolcall.E009",
+                )
+            )
+    return errors
+
+
+def _check_deployment(config: dict[str, Any]) -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    layers = getattr(settings, "CHANNEL_LAYERS", {}) or {}
+    layer = layers.get(config["CHANNEL_LAYER"], {})
+    if not settings.DEBUG and layer.get("BACKEND") == IN_MEMORY:
+        messages.append(
+            Warning(
+                "The bus is an InMemoryChannelLayer on a site with DEBUG = False: it cannot span "
+                "processes, so it only works with one ASGI process, and streams, cancels and "
+                "answers never reach tasks running in another.",
+                hint="Serve with one process, or use channels_redis (docs/deployment.md).",
+                id="a2a_toolcall.W005",
+            )
+        )
+    if not getattr(settings, "ASGI_APPLICATION", None):
+        messages.append(
+            Warning(
+                "ASGI_APPLICATION is not set: the A2A streams need an ASGI server (daphne, "
+                "uvicorn); under WSGI an SSE response is read to its end before anything is sent.",
+                hint='Set ASGI_APPLICATION = "yourproject.asgi.application" and serve with daphne '
+                "or uvicorn.",
+                id="a2a_toolcall.W006",
+            )
+        )
+    if settings.DEBUG and "daphne" not in settings.INSTALLED_APPS:
+        messages.append(
+            Warning(
+                "'daphne' is not in INSTALLED_APPS: `manage.py runserver` then serves WSGI and "
+                "the A2A streams do not stream.",
+                hint="Put 'daphne' first in INSTALLED_APPS for development.",
+                id="a2a_toolcall.W007",
+            )
+        )
+    return messages
 
 
 def _check_agents(config: dict[str, Any]) -> list[CheckMessage]:

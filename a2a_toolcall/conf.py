@@ -61,6 +61,16 @@ DEFAULTS: Final[dict[str, Any]] = {
     # silent (not answering probes) before the task fails as lost.
     "RUNTIME_PICKUP_TIMEOUT": 120.0,
     "RUNTIME_LOST_AFTER": 30.0,
+    # --- the audit record ---
+    # Keys whose values are replaced by "[redacted]" (any depth, case-insensitive; a key also
+    # matches as a prefix or suffix: access_token, api_key_id), and an optional dotted path to a
+    # function(value) -> value applied after them, before tool values are streamed or stored.
+    "REDACT_KEYS": ["password", "token", "api_key", "authorization", "secret"],
+    "REDACT_HOOK": None,
+    # Stored tool args/results longer than this (characters of JSON) are cut with a marker.
+    "STORED_VALUE_LIMIT": 65_536,
+    # Days a2a_purge keeps when --older-than is not given.
+    "RETENTION_DAYS": 90,
 }
 
 

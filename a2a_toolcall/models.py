@@ -7,6 +7,7 @@ task: the recorder in the process that accepted the task (see docs/architecture.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.db import models
@@ -39,12 +40,19 @@ class Task(models.Model):
         blank=True,
         help_text="The agent's answer when it replied with a Message instead of an artifact.",
     )
+    # For the audit views: what was asked, when it ended, how many tools ran and failed.
+    request_text = models.TextField(blank=True, help_text="The text of the request.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    tool_call_count = models.PositiveIntegerField(default=0)
+    failed_tool_count = models.PositiveIntegerField(default=0)
 
     class Meta:
         indexes = (
             models.Index(fields=["-updated_at", "-id"], name="a2a_task_recent"),
             models.Index(fields=["context_id", "-updated_at"], name="a2a_task_context_recent"),
             models.Index(fields=["state", "-updated_at"], name="a2a_task_state_recent"),
+            models.Index(fields=["-created_at"], name="a2a_task_created"),
+            models.Index(fields=["agent", "-created_at"], name="a2a_task_agent_created"),
         )
         verbose_name = "task"
 
@@ -55,6 +63,11 @@ class Task(models.Model):
     def task_state(self) -> TaskState:
         """The state as the protocol enum."""
         return TaskState(self.state)
+
+    @property
+    def duration(self) -> timedelta | None:
+        """From creation to the terminal state (None while running)."""
+        return self.finished_at - self.created_at if self.finished_at else None
 
 
 class TaskEvent(models.Model):
@@ -84,3 +97,44 @@ class TaskEvent(models.Model):
     def payload(self) -> dict[str, Any]:
         """The StreamResponse JSON."""
         return self.data  # type: ignore[no-any-return]
+
+
+class ToolCall(models.Model):
+    """One tool invocation of a task, stitched from its frames (the audit's unit).
+
+    ``started_at``/``finished_at`` are the runtime's emission times of the frames, not the time
+    the row was written.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "running"
+        COMPLETED = "completed", "completed"
+        FAILED = "failed", "failed"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="tool_calls")
+    tool_call_id = models.CharField(max_length=255)
+    name = models.CharField(max_length=255)
+    order = models.PositiveIntegerField(help_text="Position among the task's calls, from 0.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    args = models.JSONField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        constraints = (
+            models.UniqueConstraint(fields=["task", "tool_call_id"], name="a2a_toolcall_task_id"),
+        )
+        indexes = (
+            models.Index(fields=["task", "order"], name="a2a_toolcall_task_order"),
+            models.Index(fields=["name", "status"], name="a2a_toolcall_name_status"),
+            models.Index(fields=["status", "-started_at"], name="a2a_toolcall_status_started"),
+            models.Index(fields=["duration_ms"], name="a2a_toolcall_duration"),
+        )
+        ordering = ("task", "order")
+        verbose_name = "tool call"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_status_display()})"

@@ -42,11 +42,15 @@ from a2a_toolcall.bus import (
 from a2a_toolcall.contract import (
     TOOL_CALL_ARTIFACT_NAME,
     TOOL_CALL_V1_URI,
+    ToolCallCompleted,
     ToolCallParseError,
+    ToolCallStarted,
+    ToolInvocation,
     ToolTimeline,
     emit_tool_call,
     frame_from_wire,
 )
+from a2a_toolcall.hygiene import get_cleaner
 from a2a_toolcall.protocol.models import (
     Artifact,
     Message,
@@ -170,6 +174,8 @@ class Recorder:
         self.pending_request_id = ""
         self.reply_message: dict[str, Any] | None = None
         self.timeline = ToolTimeline()
+        self.changed_calls: set[str] = set()
+        self.clean = get_cleaner()
         self.seq = 0
         self.unwritten: list[LoggedEvent] = []
         self.flush_due: float | None = None
@@ -274,7 +280,11 @@ class Recorder:
         metadata = dict(self.metadata)
         if len(self.timeline):
             metadata[TOOL_CALL_V1_URI] = {"toolCalls": self._timeline_summary()}
+        ended = _when(self._status_ts()) if self.state.is_terminal else None
         return {
+            "finished_at": ended,
+            "tool_call_count": len(self.timeline),
+            "failed_tool_count": len(self.timeline.failed),
             "state": self.state.value,
             "status": self.status.to_wire(),
             "history": self.history,
@@ -290,6 +300,21 @@ class Recorder:
         if self.status.timestamp:
             return parse_timestamp(self.status.timestamp).timestamp()
         return datetime.now(UTC).timestamp()
+
+    @staticmethod
+    def _call_row(call: ToolInvocation) -> dict[str, Any]:
+        return {
+            "tool_call_id": call.tool_call_id,
+            "name": call.name,
+            "order": call.order,
+            "status": call.state.value,
+            "args": call.args,
+            "result": call.result,
+            "error": call.error or "",
+            "started_at": _when(call.started_at) if call.started_at is not None else None,
+            "finished_at": _when(call.finished_at) if call.finished_at is not None else None,
+            "duration_ms": None if call.duration is None else round(call.duration * 1000, 3),
+        }
 
     def _timeline_summary(self) -> list[dict[str, Any]]:
         summary = []
@@ -316,7 +341,9 @@ class Recorder:
         if not self.unwritten:
             return
         events, self.unwritten = self.unwritten, []
-        await store.append_events(self.task_id, events, self._row_fields())
+        changed, self.changed_calls = self.changed_calls, set()
+        calls = [self._call_row(self.timeline[call_id]) for call_id in changed]
+        await store.append_events(self.task_id, events, self._row_fields(), calls)
         with contextlib.suppress(Exception):
             await self.bus.publish(
                 TOPIC_EVENTS,
@@ -418,9 +445,9 @@ class Recorder:
             await self._response(payload, at)
 
     async def _progress(self, payload: dict[str, Any], at: datetime) -> None:
-        metadata: dict[str, Any] = {
-            k: payload[k] for k in ("step", "percent", "meta") if k in payload
-        }
+        metadata: dict[str, Any] = {k: payload[k] for k in ("step", "percent") if k in payload}
+        if "meta" in payload:
+            metadata["meta"] = self.clean(payload["meta"])
         await self._status(
             TaskState.WORKING, at, text=str(payload.get("text") or ""), metadata=metadata or None
         )
@@ -431,7 +458,13 @@ class Recorder:
         except ToolCallParseError as exc:
             logger.warning("task %s: dropping an invalid frame: %s", self.task_id, exc)
             return
+        # Secrets redacted and sizes capped before the frame is streamed or stored.
+        if isinstance(frame, ToolCallStarted) and frame.args is not None:
+            frame = frame.model_copy(update={"args": self.clean(frame.args)})
+        elif isinstance(frame, ToolCallCompleted) and frame.result is not None:
+            frame = frame.model_copy(update={"result": self.clean(frame.result)})
         self.timeline.feed(frame, at=at.timestamp())
+        self.changed_calls.add(frame.tool_call_id)
         artifact = Artifact(
             artifact_id=uuid.uuid4().hex,
             name=TOOL_CALL_ARTIFACT_NAME,
@@ -441,8 +474,19 @@ class Recorder:
         await self._artifact(artifact, at, last_chunk=False, write_first=False)
 
     async def _streamed_artifact(self, payload: dict[str, Any], at: datetime) -> None:
+        raw = payload.get("artifact")
+        if isinstance(raw, dict) and isinstance(raw.get("parts"), list):
+            raw = {
+                **raw,
+                "parts": [
+                    {**p, "data": self.clean(p["data"])}
+                    if isinstance(p, dict) and "data" in p
+                    else p
+                    for p in raw["parts"]
+                ],
+            }
         try:
-            artifact = Artifact.model_validate(payload.get("artifact"))
+            artifact = Artifact.model_validate(raw)
         except ValueError as exc:
             logger.warning("task %s: dropping an invalid artifact: %s", self.task_id, exc)
             return

@@ -110,6 +110,7 @@ async def create_task(
         status=status.to_wire(),
         history=[message.to_wire()],
         metadata=metadata,
+        request_text="\n".join(p.text for p in message.parts if p.text is not None),
     )
 
 
@@ -128,10 +129,34 @@ async def get_task(task_id: str, history_length: int | None = None) -> Task:
     return snapshot(await load_row(task_id), history_length=history_length)
 
 
+_CALL_FIELDS = (
+    "name",
+    "order",
+    "status",
+    "args",
+    "result",
+    "error",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+)
+
+
 def _append_events_sync(
-    task_id: str, events: Sequence[LoggedEvent], fields: dict[str, Any]
+    task_id: str,
+    events: Sequence[LoggedEvent],
+    fields: dict[str, Any],
+    calls: Sequence[dict[str, Any]],
 ) -> None:
     with transaction.atomic():
+        if calls:
+            # One statement for every call that changed: insert, or update the row in place.
+            orm.ToolCall.objects.bulk_create(
+                [orm.ToolCall(task_id=task_id, **call) for call in calls],
+                update_conflicts=True,
+                unique_fields=["task", "tool_call_id"],
+                update_fields=list(_CALL_FIELDS),
+            )
         orm.TaskEvent.objects.bulk_create(
             orm.TaskEvent(
                 task_id=task_id,
@@ -148,13 +173,16 @@ def _append_events_sync(
 
 
 async def append_events(
-    task_id: str, events: Sequence[LoggedEvent], fields: dict[str, Any]
+    task_id: str,
+    events: Sequence[LoggedEvent],
+    fields: dict[str, Any],
+    calls: Sequence[dict[str, Any]] = (),
 ) -> None:
-    """Append events and update the task row, atomically (one round of queries)."""
+    """Append events, upsert tool calls and update the task row, in one transaction."""
     from asgiref.sync import sync_to_async
 
-    # One transaction for the batch: the log and the row never disagree.
-    await sync_to_async(_append_events_sync, thread_sensitive=True)(task_id, events, fields)
+    # One transaction for the batch: the log, the calls and the row never disagree.
+    await sync_to_async(_append_events_sync, thread_sensitive=True)(task_id, events, fields, calls)
 
 
 async def events_after(task_id: str, seq: int, limit: int = 1000) -> list[dict[str, Any]]:

@@ -70,6 +70,17 @@ else:
         }
     }
 
+# A second database: the recording tests run on SQLite and on PostgreSQL (tests/routers.py).
+DATABASES["postgres"] = {
+    "ENGINE": "django.db.backends.postgresql",
+    "NAME": "test",
+    "USER": "postgres",
+    "HOST": "127.0.0.1",
+    "PORT": "5432",
+    "TEST": {"NAME": "test_a2a_toolcall"},
+}
+DATABASE_ROUTERS = ["tests.routers.AuditDatabaseRouter"]
+
 REDIS_URL = "redis://127.0.0.1:6379/0"
 # redis-py 8 reads with a 5 s socket timeout, as long as channels_redis blocks: see
 # a2a_toolcall.E008.
@@ -118,3 +129,6 @@ A2A_TOOLCALL = {
 }
 
 STATIC_URL = "static/"
+
+# The test process runs with DEBUG = False on the in-memory layer, on purpose (one process).
+SILENCED_SYSTEM_CHECKS = ["a2a_toolcall.W005"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.checks import run_checks
 from django.test import override_settings
 
@@ -18,7 +19,11 @@ AGENTS = {"echo": "tests.agents.echo"}
 
 def ids(**settings: Any) -> list[str]:
     with override_settings(**settings):
-        return sorted(m.id for m in run_checks() if m.id and m.id.startswith("a2a_toolcall."))
+        return sorted(
+            m.id
+            for m in run_checks()
+            if m.id and m.id.startswith("a2a_toolcall.") and not m.is_silenced()
+        )
 
 
 def test_the_test_settings_are_clean() -> None:
@@ -70,6 +75,9 @@ def test_the_test_settings_are_clean() -> None:
             },
             ["a2a_toolcall.W003"],
         ),
+        ({"AGENTS": AGENTS, "TYPO": 1}, MEMORY, ["a2a_toolcall.W004"]),
+        ({"AGENTS": AGENTS, "REDACT_HOOK": "tests.nowhere.f"}, MEMORY, ["a2a_toolcall.E009"]),
+        ({"AGENTS": AGENTS, "REDACT_KEYS": "password"}, MEMORY, ["a2a_toolcall.E010"]),
         (
             {"AGENTS": AGENTS, "REQUEST_CHANNEL_LAYER": "work"},
             {
@@ -94,3 +102,21 @@ def test_messages_carry_hints() -> None:
     with override_settings(A2A_TOOLCALL={}, CHANNEL_LAYERS=MEMORY):
         (message,) = [m for m in run_checks() if m.id == "a2a_toolcall.E001"]
     assert "A2A_TOOLCALL" in (message.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({"SILENCED_SYSTEM_CHECKS": []}, ["a2a_toolcall.W005"]),  # DEBUG False, in-memory
+        ({"ASGI_APPLICATION": None}, ["a2a_toolcall.W006"]),
+        (
+            {
+                "DEBUG": True,
+                "INSTALLED_APPS": [a for a in django_settings.INSTALLED_APPS if a != "daphne"],
+            },
+            ["a2a_toolcall.W007"],
+        ),
+    ],
+)
+def test_deployment_checks(settings: dict[str, Any], expected: list[str]) -> None:
+    assert ids(A2A_TOOLCALL={"AGENTS": AGENTS}, **settings) == expected

@@ -1,0 +1,91 @@
+"""Data hygiene before anything is stored: secrets redacted, sizes capped (with a marker).
+
+Applied by the recorder to tool args and results, artifact data and narration metadata before
+they are streamed or written, so the database and every client see the same cleaned values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from functools import cache
+from typing import Any, Final
+
+from a2a_toolcall.runtime.limits import bound
+
+__all__ = ["DEFAULT_REDACT_KEYS", "REDACTED", "Cleaner", "get_cleaner", "make_cleaner", "redact"]
+
+DEFAULT_REDACT_KEYS: Final = ("password", "token", "api_key", "authorization", "secret")
+"""Key names redacted by default (see :func:`redact` for how names match)."""
+
+REDACTED: Final = "[redacted]"
+
+Cleaner = Callable[[Any], Any]
+
+
+def _normal(key: str) -> str:
+    return re.sub(r"[\s\-.]+", "_", key.strip().lower())
+
+
+def _matches(key: str, names: frozenset[str]) -> bool:
+    # "access_token", "x-api-key", "Authorization", "password_hash" match; "tokens_used" does not.
+    normal = _normal(key)
+    return any(
+        normal == name or normal.endswith("_" + name) or normal.startswith(name + "_")
+        for name in names
+    )
+
+
+def redact(value: Any, names: Iterable[str] = DEFAULT_REDACT_KEYS) -> Any:
+    """A copy of ``value`` with the values of matching keys (at any depth) replaced."""
+    wanted = frozenset(_normal(name) for name in names)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {
+                key: REDACTED if isinstance(key, str) and _matches(key, wanted) else walk(child)
+                for key, child in node.items()
+            }
+        if isinstance(node, list | tuple):
+            return [walk(child) for child in node]
+        return node
+
+    return walk(value)
+
+
+def make_cleaner(
+    names: Iterable[str] = DEFAULT_REDACT_KEYS,
+    hook: Callable[[Any], Any] | None = None,
+    limit: int | None = None,
+) -> Cleaner:
+    """Redact ``names``, then apply ``hook``, then cap the JSON size at ``limit`` characters."""
+    keys = tuple(names)
+
+    def clean(value: Any) -> Any:
+        if value is None:
+            return None
+        cleaned = redact(value, keys)
+        if hook is not None:
+            cleaned = hook(cleaned)
+        return bound(cleaned, limit)
+
+    return clean
+
+
+@cache
+def _cached_cleaner(names: tuple[str, ...], hook_path: str | None, limit: int) -> Cleaner:
+    from django.utils.module_loading import import_string
+
+    hook = import_string(hook_path) if hook_path else None
+    return make_cleaner(names, hook, limit)
+
+
+def get_cleaner() -> Cleaner:
+    """The cleaner the settings describe (REDACT_KEYS, REDACT_HOOK, STORED_VALUE_LIMIT)."""
+    from a2a_toolcall.conf import get_setting
+
+    return _cached_cleaner(
+        tuple(get_setting("REDACT_KEYS")),
+        get_setting("REDACT_HOOK"),
+        int(get_setting("STORED_VALUE_LIMIT")),
+    )
