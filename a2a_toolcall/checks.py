@@ -106,6 +106,15 @@ def _check_deployment(config: dict[str, Any]) -> list[CheckMessage]:
                 id="a2a_toolcall.W007",
             )
         )
+    if "django.contrib.staticfiles" not in settings.INSTALLED_APPS:
+        messages.append(
+            Warning(
+                "'django.contrib.staticfiles' is not in INSTALLED_APPS: the live timeline page "
+                "(a2a_toolcall:live) cannot load its scripts and styles.",
+                hint="Add 'django.contrib.staticfiles' to INSTALLED_APPS (docs/browser.md).",
+                id="a2a_toolcall.W008",
+            )
+        )
     return messages
 
 

@@ -395,6 +395,10 @@ class ToolTimeline:
     def __contains__(self, tool_call_id: object) -> bool:
         return tool_call_id in self._calls
 
+    def get(self, tool_call_id: str) -> ToolInvocation | None:
+        """The invocation with this id, or None."""
+        return self._calls.get(tool_call_id)
+
     @property
     def pending(self) -> list[ToolInvocation]:
         """Invocations still running (no outcome yet), in first-seen order."""

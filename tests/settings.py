@@ -125,6 +125,7 @@ A2A_TOOLCALL = {
     },
     "DEFAULT_AGENT": os.environ.get("A2A_TEST_AGENT", "demo"),
     "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),
+    "TASK_TIME_LIMIT": float(os.environ.get("A2A_TEST_TIME_LIMIT", "300")),
     "RUN_IN_PROCESS": False if LIVE_LAYER == "redis" else None,
 }
 

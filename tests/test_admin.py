@@ -111,6 +111,17 @@ def test_running_tasks_refresh(viewer: Client) -> None:
     assert 'http-equiv="refresh" content="2"' in page
 
 
+def test_a_running_task_links_to_the_live_page(viewer: Client) -> None:
+    for task_id, state in (("running-2", "TASK_STATE_WORKING"), ("done-2", "TASK_STATE_COMPLETED")):
+        Task.objects.create(
+            id=task_id, context_id="c", agent="demo", state=state, status={"state": state}
+        )
+    running = viewer.get("/admin/a2a_toolcall/task/running-2/change/").content.decode()
+    assert 'href="/live/?task=running-2"' in running
+    finished = viewer.get("/admin/a2a_toolcall/task/done-2/change/").content.decode()
+    assert "/live/" not in finished
+
+
 def listed(client: Client, query: str) -> list[str]:
     """The tool names in the result rows of the tool-call list (not the filter sidebar)."""
     page = client.get(f"/admin/a2a_toolcall/toolcall/{query}").content.decode()

@@ -116,6 +116,14 @@ def test_messages_carry_hints() -> None:
             },
             ["a2a_toolcall.W007"],
         ),
+        (
+            {
+                "INSTALLED_APPS": [
+                    a for a in django_settings.INSTALLED_APPS if a != "django.contrib.staticfiles"
+                ],
+            },
+            ["a2a_toolcall.W008"],
+        ),
     ],
 )
 def test_deployment_checks(settings: dict[str, Any], expected: list[str]) -> None:

@@ -1,0 +1,414 @@
+"""The terminal client: ``python -m a2a_toolcall URL "message"``.
+
+Streams one task and draws it live with ``rich``: the narration line, then one row per tool
+call (a spinner while it runs, then a check or a cross with its duration and a one-line result
+or error); parallel calls are parallel rows. A question from the agent (input-required) is
+asked at a prompt and the answer sent back. Ctrl-C cancels the task on the server. ``--json``
+prints each event's JSON-RPC result, as the server sent it, one per line, for scripts.
+
+Exit status: 0 completed (or a direct reply), 1 failed, canceled or rejected, 2 a usage,
+connection or protocol error, 3 the task waits for input and none could be read,
+130 interrupted (the task was canceled).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import IO, Any
+
+from a2a_toolcall.client.errors import ClientError
+from a2a_toolcall.client.events import (
+    ClientEvent,
+    DirectMessage,
+    Finished,
+    InputRequest,
+    Narration,
+    Reconnecting,
+    RunState,
+)
+from a2a_toolcall.contract import ToolInvocation, ToolState
+from a2a_toolcall.protocol.jsonrpc import A2AError
+from a2a_toolcall.protocol.models import TaskState
+
+__all__ = ["EXIT_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INPUT = 3
+EXIT_INTERRUPTED = 130
+
+_REFRESH = 0.1
+
+
+def build_parser(prog: str = "python -m a2a_toolcall") -> argparse.ArgumentParser:
+    """The command line of the terminal client (shared with ``manage.py a2a_chat``)."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Send a message to an A2A agent and watch its tool calls live.",
+    )
+    parser.add_argument("url", help="the agent's base URL (or its agent card URL)")
+    add_options(parser)
+    return parser
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Every option but the URL (``manage.py a2a_chat`` has its own default URL)."""
+    parser.add_argument("message", nargs="*", help="the message (words are joined by spaces)")
+    parser.add_argument(
+        "--json", action="store_true", help="print the events as JSON lines, nothing else"
+    )
+    parser.add_argument(
+        "--protocol", choices=["1.0", "0.3"], help="the A2A dialect (default: the newest offered)"
+    )
+    parser.add_argument("--context", metavar="ID", help="continue the conversation of a context")
+    parser.add_argument(
+        "--task", metavar="ID", help="follow a running task (SubscribeToTask) instead of sending"
+    )
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an HTTP header for every request (repeatable), e.g. 'Authorization: Bearer ...'",
+    )
+    parser.add_argument(
+        "--no-input",
+        action="store_true",
+        help="do not ask questions: exit with status 3 when the task needs input",
+    )
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m a2a_toolcall") -> int:
+    """Run the terminal client with ``argv`` (default: ``sys.argv[1:]``); return the status."""
+    parser = build_parser(prog)
+    # Options may come after the message words too: `URL hello world --json`.
+    args = parser.parse_intermixed_args(argv)
+    return run(args, parser)
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Run a parsed command line (see :func:`build_parser`)."""
+    text = " ".join(args.message).strip()
+    if not text and not args.task:
+        parser.error("give a message, or --task ID to follow a running task")
+    headers: dict[str, str] = {}
+    for header in args.header:
+        name, sep, value = header.partition(":")
+        if not sep or not name.strip():
+            parser.error(f"--header takes 'NAME: VALUE', not {header!r}")
+        headers[name.strip()] = value.strip()
+    try:
+        from a2a_toolcall.client.http import A2AClient  # noqa: F401  (httpx is an extra)
+
+        if not args.json:
+            import rich  # noqa: F401
+    except ModuleNotFoundError as exc:
+        print(
+            f"the terminal client needs {exc.name}: pip install 'a2a-toolcall[client]'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    session = Session(args, text, headers)
+    return asyncio.run(session.main())
+
+
+class _LineReader:
+    """Reads one line from stdin in a daemon thread, so Ctrl-C and exit never wait on it."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    async def readline(self) -> str | None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[str | None] = loop.create_future()
+
+        def read() -> None:
+            try:
+                line: str | None = self.stream.readline()
+            except (OSError, ValueError):
+                line = None
+            if line == "":
+                line = None  # end of input
+
+            def deliver() -> None:
+                if not done.done():
+                    done.set_result(line)
+
+            loop.call_soon_threadsafe(deliver)
+
+        threading.Thread(target=read, name="a2a-stdin", daemon=True).start()
+        return await done
+
+
+class Session:
+    """One run of the client: connect, stream, render, ask, and turn the outcome into a status."""
+
+    def __init__(self, args: argparse.Namespace, text: str, headers: dict[str, str]) -> None:
+        self.args = args
+        self.text = text
+        self.headers = headers
+        self.state = RunState()
+        self.interrupted = False
+        self.view: TimelineView | None = None
+        self.console: Any = None
+        if not args.json:
+            from rich.console import Console
+
+            self.console = Console(highlight=False)
+        self.stdin = _LineReader(sys.stdin)
+
+    async def main(self) -> int:
+        from a2a_toolcall.client.http import A2AClient
+
+        loop = asyncio.get_running_loop()
+        async with A2AClient(
+            self.args.url, protocol=self.args.protocol, headers=self.headers
+        ) as client:
+            work = asyncio.create_task(self.converse(client))
+
+            def interrupt() -> None:
+                self.interrupted = True
+                loop.remove_signal_handler(signal.SIGINT)  # a second Ctrl-C stops at once
+                work.cancel()
+
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signal.SIGINT, interrupt)
+            try:
+                return await work
+            except asyncio.CancelledError:
+                if not self.interrupted:
+                    raise
+                return await self.cancel_on_server(client)
+            except (ClientError, A2AError) as exc:
+                self.stop_view()
+                self.error(exc)
+                return EXIT_USAGE
+            finally:
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(signal.SIGINT)
+
+    async def converse(self, client: Any) -> int:
+        if self.args.task:
+            run = client.resubscribe(self.args.task, state=self.state)
+        else:
+            run = client.stream(self.text, context_id=self.args.context, state=self.state)
+        while True:
+            await self.follow(run)
+            if self.state.message is not None:
+                return EXIT_OK
+            if self.state.is_terminal:
+                return EXIT_OK if self.state.state is TaskState.COMPLETED else EXIT_FAILED
+            question = self.state.question
+            if question is None or self.args.no_input:
+                self.say(f"the task {self.state.task_id} is waiting for input", err=True)
+                return EXIT_INPUT
+            answer = await self.ask(question)
+            if answer is None:
+                self.say("no answer (end of input); the task keeps waiting", err=True)
+                return EXIT_INPUT
+            run = run.respond(answer)
+
+    async def follow(self, run: Any) -> None:
+        if self.args.json:
+            async for event in run:
+                self.print_json(event)
+            return
+        from rich.live import Live
+
+        self.view = TimelineView(self.state, first=len(self.state.timeline))
+        with Live(
+            self.view, console=self.console, auto_refresh=False, redirect_stderr=False
+        ) as live:
+            ticker = asyncio.create_task(self._tick(live))
+            try:
+                async for event in run:
+                    self.view.note(event)
+                    live.refresh()
+            finally:
+                ticker.cancel()
+                self.view.stopped = True
+                live.refresh()
+        self.print_outcome()
+
+    async def _tick(self, live: Any) -> None:
+        while True:
+            await asyncio.sleep(_REFRESH)
+            live.refresh()
+
+    def stop_view(self) -> None:
+        if self.view is not None:
+            self.view.stopped = True
+
+    async def ask(self, question: InputRequest) -> str | None:
+        if self.console is not None:
+            self.console.print(f"[bold]?[/bold] {question.question or 'the agent needs input'}")
+            self.console.print("> ", end="")
+        else:
+            print(f"? {question.question}", file=sys.stderr, flush=True)
+        line = await self.stdin.readline()
+        return None if line is None else line.rstrip("\r\n")
+
+    async def cancel_on_server(self, client: Any) -> int:
+        self.stop_view()
+        task_id = self.state.task_id
+        if task_id is None:
+            self.say("interrupted before the server named the task", err=True)
+            return EXIT_INTERRUPTED
+        try:
+            task = await asyncio.wait_for(client.cancel(task_id), 15)
+        except (ClientError, A2AError, TimeoutError) as exc:
+            self.say(f"interrupted; cancelling task {task_id} failed: {exc}", err=True)
+            return EXIT_INTERRUPTED
+        if self.args.json:
+            print(json.dumps({"task": task.to_wire()}, separators=(",", ":")), flush=True)
+        else:
+            self.say(f"interrupted: task {task_id} is {_state_word(task.status.state)}", err=True)
+        return EXIT_INTERRUPTED
+
+    # --- output ----------------------------------------------------------------------------
+
+    def print_json(self, event: ClientEvent) -> None:
+        if event.raw is not None:
+            sys.stdout.write(json.dumps(event.raw, separators=(",", ":"), ensure_ascii=False))
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        elif isinstance(event, Reconnecting):
+            print(f"reconnecting ({event.attempt}): {event.reason}", file=sys.stderr, flush=True)
+
+    def print_outcome(self) -> None:
+        state = self.state
+        answer = state.answer_text
+        if state.is_terminal or state.message is not None:
+            if answer:
+                self.console.print()
+                self.console.print(answer, markup=False)
+            if state.answer_data:
+                self.console.print_json(json.dumps(state.answer_data))
+
+    def say(self, text: str, *, err: bool = False) -> None:
+        if self.console is not None and not err:
+            self.console.print(text, markup=False)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def error(self, exc: BaseException) -> None:
+        code = getattr(exc, "code", None)
+        prefix = f"error {int(code)}" if isinstance(code, int) else "error"
+        print(f"{prefix}: {exc}", file=sys.stderr, flush=True)
+
+
+def _state_word(state: TaskState | None) -> str:
+    if state is None:
+        return "unknown"
+    return state.name.lower().replace("_", "-")
+
+
+def _one_line(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return ""
+    if value < 0.01:
+        return f"{value * 1000:.1f} ms"
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    return f"{value:.1f} s"
+
+
+class TimelineView:
+    """The live rendering: narration line, one row per tool call, the final state."""
+
+    def __init__(self, state: RunState, *, first: int = 0) -> None:
+        self.state = state
+        self.first = first
+        self.stopped = False
+        self.notice = ""
+        from rich.spinner import Spinner
+
+        self._spinners: dict[str, Spinner] = {}
+        self._main_spinner = Spinner("dots")
+
+    def note(self, event: ClientEvent) -> None:
+        if isinstance(event, Reconnecting):
+            self.notice = f"connection lost, resuming ({event.attempt}) …"
+        elif not isinstance(event, Narration | Finished | DirectMessage):
+            return
+        else:
+            self.notice = ""
+
+    def _spinner(self, call_id: str) -> Any:
+        from rich.spinner import Spinner
+
+        spinner = self._spinners.get(call_id)
+        if spinner is None:
+            spinner = self._spinners[call_id] = Spinner("dots", style="cyan")
+        return spinner
+
+    def __rich__(self) -> Any:
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        state = self.state
+        header = Table.grid(padding=(0, 1))
+        header.add_column(width=2)
+        header.add_column()
+        running = not (state.is_over or self.stopped)
+        line = self.notice or state.narration or ("working" if running else "")
+        if running:
+            header.add_row(self._main_spinner, Text(line, style="italic"))
+        elif state.is_terminal:
+            word = _state_word(state.state)
+            style = "green" if state.state is TaskState.COMPLETED else "red"
+            header.add_row(Text("●", style=style), Text(f"task {word}", style=f"bold {style}"))
+        elif state.is_interrupted:
+            header.add_row(Text("?", style="yellow"), Text("waiting for your answer"))
+        elif line:
+            header.add_row(Text("·"), Text(line, style="italic"))
+        now = time.time()
+        calls: list[ToolInvocation] = list(state.timeline)[self.first :]
+        width = max((len(call.name) for call in calls), default=0)
+        lines = [self._row(call, now, running, width) for call in calls]
+        return Group(header, *lines)
+
+    def _row(self, call: ToolInvocation, now: float, running: bool, width: int) -> Any:
+        from rich.text import Text
+
+        if call.state is ToolState.COMPLETED:
+            icon = Text("✓", style="bold green")
+            detail = Text(_one_line(call.result), style="dim")
+            took = _seconds(call.duration)
+        elif call.state is ToolState.FAILED:
+            icon = Text("✗", style="bold red")
+            detail = Text(_one_line(call.error or "failed"), style="red")
+            took = _seconds(call.duration)
+        else:
+            frame = self._spinner(call.tool_call_id).render(now) if running else "…"
+            icon = frame if isinstance(frame, Text) else Text(str(frame), style="cyan")
+            detail = Text(_one_line(call.args) if call.args else "running", style="dim")
+            took = _seconds(now - call.started_at) if call.started_at and running else ""
+        line = Text.assemble(
+            icon,
+            " ",
+            Text(call.name.ljust(width), style="bold"),
+            " ",
+            Text(took.rjust(7), style="dim"),
+            " ",
+            detail,
+        )
+        line.no_wrap = True
+        line.overflow = "ellipsis"
+        return line

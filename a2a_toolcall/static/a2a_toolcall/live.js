@@ -1,0 +1,643 @@
+// The live timeline page: send a message, watch the agent's tools run, answer its questions.
+//
+// Every element with `data-a2a-live` becomes a LiveTimeline (see templates/a2a_toolcall/
+// widget.html for the markup it expects; configuration is in data attributes, so the page
+// needs no inline script and works under a strict Content-Security-Policy). Everything shown
+// comes from the A2A endpoint: docs/browser.md describes the behaviour.
+
+import {
+  A2AClient,
+  ConnectionLost,
+  HTTPError,
+  JSONRPCError,
+  TASK_NOT_CANCELABLE,
+  UNSUPPORTED_OPERATION,
+  isInterrupted,
+  isTerminal,
+  parseToolCall,
+  stateLabel,
+  textOf,
+  toolCallSummary,
+  userMessage,
+} from "./a2a.js";
+import { COMPLETED, FAILED, PENDING, Timeline } from "./timeline.js";
+
+/** Waits before each resubscribe after a dropped stream; reset by every event received. */
+const RECONNECT_DELAYS_MS = [250, 500, 1000, 2000, 4000];
+/** What a proxy answers while the server behind it restarts: worth another try. */
+const RETRY_HTTP_STATUSES = new Set([502, 503, 504]);
+const TICK_MS = 250;
+const MAX_ANNOUNCEMENTS = 50;
+
+/** Row states as words, so a row reads the same without its icon or colour. */
+const ROW_LABELS = {
+  [PENDING]: "running",
+  [COMPLETED]: "done",
+  [FAILED]: "failed",
+  unfinished: "no outcome",
+};
+
+const ROLES = [
+  "ask",
+  "message",
+  "send",
+  "cancel",
+  "error",
+  "state",
+  "narration",
+  "outcome",
+  "task-link",
+  "timeline",
+  "question",
+  "question-text",
+  "reply",
+  "dialogue",
+  "answer",
+  "answer-body",
+  "announcer",
+];
+
+function formatDuration(ms) {
+  if (ms === null) return "";
+  if (ms < 10) return `${ms.toFixed(1)} ms`;
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+}
+
+function pretty(value) {
+  return value === null || value === undefined ? "(none)" : JSON.stringify(value, null, 2);
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** The task the page follows: its rows, its answer, where its stream got to. */
+class Session {
+  constructor() {
+    this.taskId = null;
+    this.contextId = null;
+    this.state = null;
+    this.timeline = new Timeline();
+    /** toolCallId -> the row's elements: one row per invocation, never two. */
+    this.rows = new Map();
+    /** artifactId -> {name, parts}: the answer artifacts. */
+    this.artifacts = new Map();
+    this.lastEventId = "";
+    /** The open stream's AbortController, or null. */
+    this.stream = null;
+    /** A terminal or interrupted state arrived: the server closes the stream after it. */
+    this.streamOver = false;
+    /** A terminal state arrived. */
+    this.ended = false;
+    this.reconciled = false;
+    this.question = null;
+    this.hasRequest = false;
+  }
+}
+
+export class LiveTimeline {
+  /**
+   * @param {HTMLElement} root the `[data-a2a-live]` element (attributes: `data-endpoint`,
+   *   optional `data-task` to follow an existing task)
+   * @param {{client?: A2AClient}} [options]
+   */
+  constructor(root, { client } = {}) {
+    this.root = root;
+    this.client = client ?? new A2AClient(root.dataset.endpoint);
+    this.parts = {};
+    for (const role of ROLES) {
+      const node = root.querySelector(`[data-role="${role}"]`);
+      if (node === null) {
+        throw new Error(
+          `a2a live timeline: the widget has no [data-role="${role}"] element; ` +
+            "include a2a_toolcall/widget.html or copy its markup",
+        );
+      }
+      this.parts[role] = node;
+    }
+    this.session = null;
+    this.ticker = null;
+    this.parts.ask.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const text = this.parts.message.value.trim();
+      if (!text) return;
+      this.parts.message.value = "";
+      this.send(text);
+    });
+    this.parts.question.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const text = this.parts.reply.value.trim();
+      if (text) this.answer(text);
+    });
+    this.parts.cancel.addEventListener("click", () => this.cancel());
+  }
+
+  /** Follow the task named by `data-task`, if any. */
+  start() {
+    const taskId = (this.root.dataset.task || "").trim();
+    if (taskId) this.attach(taskId);
+  }
+
+  // --- the three ways to start following a task ----------------------------------------------
+
+  /** Send `text` as a new task and follow its stream. */
+  async send(text) {
+    const session = this.#newSession();
+    session.hasRequest = true;
+    this.#say("You", text);
+    this.#setNarration("sending");
+    await this.#follow(session, {
+      open: (signal) => this.client.sendStreamingMessage(userMessage(text), { signal }),
+      subscribes: false,
+      trustSnapshot: true,
+    });
+  }
+
+  /** Follow an existing task (SubscribeToTask; GetTask if it has already ended). */
+  async attach(taskId) {
+    const session = this.#newSession();
+    this.#noteTask(session, taskId, null);
+    this.#setNarration("connecting");
+    await this.#follow(session, {
+      open: (signal) => this.client.subscribeToTask(taskId, { signal }),
+      subscribes: true,
+      trustSnapshot: true,
+    });
+  }
+
+  /** Answer the question of the followed task; its stream continues the same timeline. */
+  async answer(text) {
+    const session = this.session;
+    if (session === null || session.taskId === null || session.question === null) return;
+    this.#hideQuestion(session);
+    this.parts.error.hidden = true;
+    this.parts.reply.value = "";
+    this.#say("You", text);
+    this.#setNarration("sending your answer");
+    const message = userMessage(text, { taskId: session.taskId, contextId: session.contextId });
+    await this.#follow(session, {
+      open: (signal) => this.client.sendStreamingMessage(message, { signal }),
+      subscribes: false,
+      // The stream starts with the task as it was when the answer arrived (still waiting for
+      // input): only the events after it say where the task is now.
+      trustSnapshot: false,
+    });
+  }
+
+  /** Ask the server to cancel the followed task (CancelTask). */
+  async cancel() {
+    const session = this.session;
+    if (session === null || session.taskId === null || session.ended) return;
+    this.parts.cancel.disabled = true;
+    this.#announce("canceling the task");
+    try {
+      const task = await this.client.cancelTask(session.taskId);
+      if (session === this.session) this.#applyTask(session, task, { status: true });
+    } catch (error) {
+      if (session !== this.session) return;
+      if (error instanceof JSONRPCError && error.code === TASK_NOT_CANCELABLE) {
+        this.#showError(`The task could not be canceled: ${error.message}`);
+      } else {
+        this.#showError(this.#describe(error));
+      }
+    } finally {
+      this.parts.cancel.disabled = false;
+      this.#renderControls();
+    }
+  }
+
+  // --- streams and reconnecting --------------------------------------------------------------
+
+  async #follow(session, { open, subscribes, trustSnapshot }) {
+    session.streamOver = false;
+    let failures = 0;
+    let reconnecting = false;
+    for (;;) {
+      let broke = null;
+      const controller = new AbortController();
+      session.stream = controller;
+      this.#renderControls();
+      try {
+        for await (const { id, result } of open(controller.signal)) {
+          if (session !== this.session) return;
+          if (reconnecting) {
+            reconnecting = false;
+            this.#announce("reconnected");
+          }
+          if (id) {
+            session.lastEventId = id;
+            this.root.dataset.lastEventId = id;
+            failures = 0;
+          }
+          this.#apply(session, result, trustSnapshot);
+          if (session.streamOver) break;
+        }
+      } catch (error) {
+        if (session !== this.session || controller.signal.aborted) return;
+        if (
+          subscribes &&
+          error instanceof JSONRPCError &&
+          error.code === UNSUPPORTED_OPERATION &&
+          session.taskId !== null
+        ) {
+          // Subscribing to a task that has ended: its final state is in GetTask.
+          await this.#loadFinal(session);
+          return;
+        }
+        const retry =
+          error instanceof ConnectionLost ||
+          (error instanceof HTTPError && RETRY_HTTP_STATUSES.has(error.status));
+        if (!retry) {
+          this.#fail(session, error);
+          return;
+        }
+        broke = error;
+      } finally {
+        if (session.stream === controller) session.stream = null;
+        this.#renderControls();
+      }
+      if (session !== this.session || session.streamOver || controller.signal.aborted) return;
+      // The stream ended, or broke, before a terminal or interrupted state: the server (or
+      // something between it and us) closed it. Resubscribe from the last event seen.
+      if (session.taskId === null) {
+        // Nothing to resubscribe to: the server never named the task.
+        this.#fail(session, broke ?? new ConnectionLost("the stream ended before the task started"));
+        return;
+      }
+      if (failures >= RECONNECT_DELAYS_MS.length) {
+        this.#fail(
+          session,
+          new ConnectionLost(
+            `the stream was lost ${failures} times in a row; reload the page to follow the task`,
+          ),
+        );
+        return;
+      }
+      const delay = RECONNECT_DELAYS_MS[failures];
+      failures += 1;
+      reconnecting = true;
+      this.#announce("connection lost, reconnecting");
+      this.#setNarration(`connection lost; reconnecting (attempt ${failures})`);
+      await sleep(delay);
+      if (session !== this.session || session.ended) return;
+      const lastEventId = session.lastEventId || undefined;
+      open = (signal) => this.client.subscribeToTask(session.taskId, { lastEventId, signal });
+      subscribes = true;
+      // The replay after Last-Event-ID carries the states; the snapshot before it may be ahead
+      // of the events replayed, so only its tool summary and answer are taken.
+      trustSnapshot = false;
+    }
+  }
+
+  async #loadFinal(session) {
+    try {
+      const task = await this.client.getTask(session.taskId);
+      if (session !== this.session) return;
+      session.reconciled = true;
+      this.#applyTask(session, task, { status: true, quiet: true });
+      const calls = [...session.timeline];
+      const failed = calls.filter((c) => c.state === FAILED).length;
+      this.#announce(
+        `task ${stateLabel(session.state)}: ${calls.length} tool call` +
+          `${calls.length === 1 ? "" : "s"}, ${failed} failed`,
+      );
+    } catch (error) {
+      if (session === this.session) this.#fail(session, error);
+    }
+  }
+
+  /** After the end, take the server's durations (and anything a dropped stream missed). */
+  async #reconcile(session) {
+    if (session.reconciled) return;
+    session.reconciled = true;
+    try {
+      const task = await this.client.getTask(session.taskId, { historyLength: 0 });
+      if (session === this.session) this.#applyTask(session, task, { status: false, quiet: true });
+    } catch (error) {
+      // The page already shows the outcome; only the durations stay the browser's measure.
+      console.warn("a2a live timeline: could not reload the finished task", error);
+    }
+  }
+
+  // --- applying events -----------------------------------------------------------------------
+
+  #apply(session, result, trustSnapshot) {
+    if (result?.task) {
+      this.#applyTask(session, result.task, { status: trustSnapshot });
+    } else if (result?.statusUpdate) {
+      const update = result.statusUpdate;
+      this.#noteTask(session, update.taskId, update.contextId);
+      this.#applyStatus(session, update.status, {});
+    } else if (result?.artifactUpdate) {
+      const update = result.artifactUpdate;
+      this.#noteTask(session, update.taskId, update.contextId);
+      this.#applyArtifact(session, update.artifact, update.append === true, {});
+    } else if (result?.message) {
+      // A direct reply, with no task: the answer is the message.
+      this.#keepArtifact(session, {
+        artifactId: "message",
+        name: "answer",
+        parts: result.message.parts ?? [],
+      });
+      session.streamOver = session.ended = true;
+      this.#setNarration("");
+    }
+  }
+
+  #applyTask(session, task, { status, quiet = false }) {
+    this.#noteTask(session, task.id, task.contextId);
+    if (!session.hasRequest && Array.isArray(task.history)) {
+      const request = task.history.find((m) => m?.role === "ROLE_USER");
+      if (request) {
+        session.hasRequest = true;
+        this.#say("You", textOf(request));
+      }
+    }
+    for (const entry of toolCallSummary(task)) {
+      this.#track(session, session.timeline.merge(entry), { quiet });
+    }
+    for (const artifact of task.artifacts ?? []) {
+      this.#applyArtifact(session, artifact, false, { quiet });
+    }
+    if (status && task.status) this.#applyStatus(session, task.status, { quiet });
+  }
+
+  #applyStatus(session, status, { quiet = false }) {
+    const state = status?.state;
+    if (!state) return;
+    const text = textOf(status.message);
+    const changed = state !== session.state;
+    session.state = state;
+    this.root.dataset.state = stateLabel(state);
+    this.parts.state.textContent = stateLabel(state);
+    if (state === "TASK_STATE_INPUT_REQUIRED") {
+      session.streamOver = true;
+      this.#setNarration("");
+      const question = text || "The agent needs more input.";
+      if (session.question !== question) this.#ask(session, question);
+    } else if (state === "TASK_STATE_AUTH_REQUIRED") {
+      session.streamOver = true;
+      this.#setNarration(text || "the agent needs authorization, which this page cannot give");
+      if (changed) this.#announce("task needs authorization");
+    } else if (!isTerminal(state)) {
+      if (session.question !== null) this.#hideQuestion(session);
+      if (text) this.#setNarration(text);
+    }
+    if (isTerminal(state) && !session.ended) {
+      session.ended = session.streamOver = true;
+      session.stream?.abort();
+      this.#hideQuestion(session);
+      this.#setNarration("");
+      if (state === "TASK_STATE_COMPLETED") {
+        // A direct reply comes as the completed status's message, with no answer artifact.
+        if (session.artifacts.size === 0 && text) {
+          this.#keepArtifact(session, { artifactId: "status", name: "answer", parts: [{ text }] });
+        }
+      } else if (text) {
+        this.parts.outcome.textContent = `Task ${stateLabel(state)}: ${text}`;
+        this.parts.outcome.hidden = false;
+      }
+      for (const call of session.timeline) this.#renderRow(session, call);
+      this.#stopTicker();
+      if (!quiet) this.#announce(`task ${stateLabel(state)}`);
+      this.#reconcile(session);
+    }
+    this.#renderControls();
+  }
+
+  #applyArtifact(session, artifact, append, { quiet = false }) {
+    if (!artifact) return;
+    const frame = parseToolCall(artifact.parts);
+    if (frame !== null) {
+      this.#track(session, session.timeline.feed(frame, performance.now()), { quiet });
+    } else {
+      this.#keepArtifact(session, artifact, append);
+    }
+  }
+
+  #keepArtifact(session, artifact, append = false) {
+    const id = artifact.artifactId ?? `artifact-${session.artifacts.size}`;
+    const parts = Array.isArray(artifact.parts) ? artifact.parts : [];
+    const kept = session.artifacts.get(id);
+    if (append && kept) kept.parts.push(...parts);
+    else session.artifacts.set(id, { name: artifact.name ?? "", parts: [...parts] });
+    this.#renderAnswer(session);
+  }
+
+  #noteTask(session, taskId, contextId) {
+    if (taskId && session.taskId === null) {
+      session.taskId = taskId;
+      this.root.dataset.taskId = taskId;
+      const link = this.parts["task-link"];
+      const url = new URL(window.location.href);
+      url.search = new URLSearchParams({ task: taskId }).toString();
+      url.hash = "";
+      link.querySelector("a").href = url.toString();
+      link.querySelector("code").textContent = taskId;
+      link.hidden = false;
+    }
+    if (contextId && session.contextId === null) session.contextId = contextId;
+  }
+
+  // --- rendering -----------------------------------------------------------------------------
+
+  #newSession() {
+    if (this.session?.stream) this.session.stream.abort();
+    this.#stopTicker();
+    const session = new Session();
+    this.session = session;
+    for (const role of ["timeline", "dialogue", "answer-body", "announcer"]) {
+      this.parts[role].replaceChildren();
+    }
+    for (const role of ["answer", "outcome", "error", "question", "task-link"]) {
+      this.parts[role].hidden = true;
+    }
+    this.parts.state.textContent = "starting";
+    for (const key of ["taskId", "state", "lastEventId", "lost"]) delete this.root.dataset[key];
+    return session;
+  }
+
+  #track(session, change, { quiet = false }) {
+    if (change === null) return;
+    const { call, isNew, finished } = change;
+    this.#renderRow(session, call);
+    if (!quiet) {
+      if (finished) this.#announce(`${call.name} ${ROW_LABELS[call.state]}`);
+      else if (isNew) this.#announce(`${call.name} ${ROW_LABELS[PENDING]}`);
+    }
+    if (!session.ended && !call.isFinished && call.startedAt !== null) this.#startTicker();
+  }
+
+  #viewState(session, call) {
+    return call.state === PENDING && session.ended ? "unfinished" : call.state;
+  }
+
+  #renderRow(session, call) {
+    let row = session.rows.get(call.toolCallId);
+    if (row === undefined) {
+      row = this.#makeRow(call);
+      session.rows.set(call.toolCallId, row);
+      this.parts.timeline.append(row.item);
+    }
+    const state = this.#viewState(session, call);
+    row.item.dataset.state = state;
+    row.label.textContent = ROW_LABELS[state];
+    row.duration.textContent = formatDuration(call.durationMs(performance.now()));
+    row.args.textContent = pretty(call.args);
+    if (call.state === FAILED) {
+      row.summary.textContent = "args and error";
+      row.outcomeLabel.textContent = "Error";
+      row.outcome.textContent = call.error ?? "(no message)";
+    } else {
+      row.summary.textContent = "args and result";
+      row.outcomeLabel.textContent = "Result";
+      row.outcome.textContent =
+        call.state === COMPLETED ? pretty(call.result) : `(${ROW_LABELS[state]})`;
+    }
+  }
+
+  #makeRow(call) {
+    const item = element("li", "a2a-call");
+    item.dataset.toolCallId = call.toolCallId;
+    item.dataset.name = call.name;
+    const line = element("div", "a2a-call-line");
+    const icon = element("span", "a2a-icon");
+    icon.setAttribute("aria-hidden", "true");
+    const name = element("span", "a2a-call-name", call.name);
+    name.title = call.toolCallId;
+    const label = element("span", "a2a-call-state");
+    const duration = element("span", "a2a-call-duration");
+    line.append(icon, name, label, duration);
+    const details = element("details", "a2a-call-details");
+    const summary = element("summary");
+    const args = element("pre", "a2a-args");
+    const outcomeLabel = element("p", "a2a-io-label");
+    const outcome = element("pre", "a2a-outcome");
+    details.append(summary, element("p", "a2a-io-label", "Arguments"), args, outcomeLabel, outcome);
+    item.append(line, details);
+    return { item, label, duration, summary, args, outcomeLabel, outcome };
+  }
+
+  #renderAnswer(session) {
+    const body = this.parts["answer-body"];
+    body.replaceChildren();
+    for (const { parts } of session.artifacts.values()) {
+      for (const part of parts) {
+        if (typeof part?.text === "string") {
+          body.append(element("p", "a2a-answer-text", part.text));
+        } else if (part && "data" in part) {
+          body.append(element("pre", "a2a-answer-data", pretty(part.data)));
+        } else if (typeof part?.url === "string") {
+          const paragraph = element("p");
+          const link = element("a", "", part.filename || part.url);
+          link.href = part.url;
+          paragraph.append(link);
+          body.append(paragraph);
+        } else if (part && "raw" in part) {
+          body.append(element("p", "", `(a file${part.filename ? `: ${part.filename}` : ""})`));
+        }
+      }
+    }
+    this.parts.answer.hidden = body.childElementCount === 0;
+  }
+
+  #ask(session, question) {
+    session.question = question;
+    this.#say("Agent asks", question);
+    this.parts["question-text"].textContent = question;
+    this.parts.question.hidden = false;
+    this.#announce(`input required: ${question}`);
+    this.parts.reply.focus();
+  }
+
+  #hideQuestion(session) {
+    session.question = null;
+    this.parts.question.hidden = true;
+  }
+
+  #say(who, text) {
+    const line = element("p", "a2a-said");
+    line.append(element("strong", "", `${who}: `), document.createTextNode(text));
+    this.parts.dialogue.append(line);
+  }
+
+  #setNarration(text) {
+    this.parts.narration.textContent = text;
+  }
+
+  #renderControls() {
+    const session = this.session;
+    const streaming = session?.stream != null;
+    this.parts.send.disabled = streaming;
+    this.parts.cancel.hidden = !(session && session.taskId !== null && !session.ended);
+    if (streaming) this.root.dataset.streaming = "true";
+    else delete this.root.dataset.streaming;
+  }
+
+  #announce(text) {
+    const announcer = this.parts.announcer;
+    announcer.append(element("p", "", text));
+    while (announcer.childElementCount > MAX_ANNOUNCEMENTS) announcer.firstElementChild.remove();
+  }
+
+  #describe(error) {
+    if (error instanceof JSONRPCError) return `Error ${error.code}: ${error.message}`;
+    if (error instanceof HTTPError) return error.message;
+    if (error instanceof ConnectionLost) return `Connection lost: ${error.message}`;
+    console.error(error);
+    return `Unexpected error: ${error?.message ?? error}`;
+  }
+
+  #showError(text) {
+    this.parts.error.textContent = text;
+    this.parts.error.hidden = false;
+  }
+
+  #fail(session, error) {
+    this.#showError(this.#describe(error));
+    // The page has stopped listening: spinners would claim progress it no longer sees.
+    this.root.dataset.lost = "true";
+    this.#setNarration("");
+    this.#stopTicker();
+    this.#renderControls();
+  }
+
+  #startTicker() {
+    if (this.ticker !== null) return;
+    this.ticker = setInterval(() => {
+      const session = this.session;
+      const running = session && !session.ended ? session.timeline.pending : [];
+      if (running.length === 0) {
+        this.#stopTicker();
+        return;
+      }
+      // Only the elapsed time changes: the rest of a running row (maybe open) stays as it is.
+      const now = performance.now();
+      for (const call of running) {
+        const row = session.rows.get(call.toolCallId);
+        if (row) row.duration.textContent = formatDuration(call.durationMs(now));
+      }
+    }, TICK_MS);
+  }
+
+  #stopTicker() {
+    if (this.ticker !== null) clearInterval(this.ticker);
+    this.ticker = null;
+  }
+}
+
+for (const root of document.querySelectorAll("[data-a2a-live]")) {
+  try {
+    new LiveTimeline(root).start();
+  } catch (error) {
+    console.error(error); // e.g. markup missing a part: the other widgets still start
+  }
+}

@@ -1,0 +1,203 @@
+"""The terminal client, run as a real process: under a pseudo-terminal (pexpect) for the live
+rendering, the prompt and Ctrl-C, and piped for ``--json``."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pexpect
+import pytest
+
+from tests.live import ROOT, LiveServer, live_server
+
+SPINNER = "[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]"  # rich's "dots" frames
+ANSI = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
+
+
+def row(icon: str, name: str) -> str:
+    """A timeline row as the terminal receives it: icon, space, tool name (styles between)."""
+    return f"{icon}{ANSI} {ANSI}{name}"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server("memory", tmp_path_factory.mktemp("terminal")) as running:
+        yield running
+
+
+def spawn(*args: str, columns: int = 120) -> pexpect.spawn[str]:
+    env = {**os.environ, "TERM": "xterm-256color", "PYTHONUNBUFFERED": "1"}
+    env.pop("NO_COLOR", None)
+    env.pop("COLUMNS", None)
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "a2a_toolcall", *args],
+        cwd=str(ROOT),
+        env=env,
+        encoding="utf-8",
+        dimensions=(40, columns),
+        timeout=60,
+    )
+
+
+def finish(child: pexpect.spawn[str]) -> int:
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus is not None, child.signalstatus
+    return int(child.exitstatus)
+
+
+def get_task(server: LiveServer, task_id: str) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}
+    answer = httpx.post(server.endpoint, json=body, headers={"A2A-Version": "1.0"}, timeout=10)
+    return dict(answer.json()["result"])
+
+
+def test_live_rows_spin_then_resolve(server: LiveServer) -> None:
+    child = spawn(server.url, "what is 6*7 and the time in Tokyo, wait 2 and fail")
+    transcript = io.StringIO()
+    child.logfile_read = transcript
+    # One rendering (no cursor-up in between) shows the calculator resolved while the slow
+    # tool still spins: parallel rows, each resolving on its own.
+    same_render = r"(?:(?!\x1b\[1A).)*?"
+    child.expect(row("✓", "calculator") + same_render + row(SPINNER, "slow"))
+    child.expect(row("✓", "slow"), timeout=30)
+    child.expect("task completed")
+    child.expect("6\\*7 = 42")
+    assert finish(child) == 0
+    everything = transcript.getvalue()
+    assert re.search(row("✗", "broken"), everything)
+    assert "thinking" in everything  # the narration line comes first
+    assert everything.index("thinking") < everything.index("slow")
+
+
+def test_a_question_is_answered_at_the_prompt(server: LiveServer) -> None:
+    child = spawn(server.url, "what is 1+1 and ask me")
+    child.expect("What is your name\\?")
+    child.expect("> ")
+    child.sendline("Ada")
+    child.expect("nice to meet you, Ada")
+    assert finish(child) == 0
+
+
+def test_ctrl_c_cancels_the_task_on_the_server(server: LiveServer) -> None:
+    child = spawn(server.url, "wait 30")
+    child.expect(row(SPINNER, "slow"))
+    child.sendintr()
+    child.expect(r"interrupted: task (\S+) is canceled")
+    task_id = child.match.group(1)
+    assert finish(child) == 130
+    assert get_task(server, task_id)["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_input_required_without_input_exits_3(server: LiveServer) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "a2a_toolcall", server.url, "--no-input", "ask me"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 3
+    assert "waiting for input" in result.stderr
+
+
+def _events_of(server: LiveServer, task_id: str) -> list[dict[str, Any]]:
+    with sqlite3.connect(server.env["A2A_TEST_SQLITE"]) as db:
+        rows = db.execute(
+            "SELECT data FROM a2a_toolcall_taskevent WHERE task_id = ? ORDER BY seq", (task_id,)
+        ).fetchall()
+    return [json.loads(data) for (data,) in rows]
+
+
+def test_json_lines_are_exactly_the_servers_events(server: LiveServer) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "a2a_toolcall", server.url, "--json", "what is 6*7 and fail"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    task_id = lines[0]["task"]["id"]
+    # Every line is one event, in order, exactly as recorded in the task's event log.
+    assert lines == _events_of(server, task_id)
+    kinds = [next(iter(line)) for line in lines]
+    assert kinds[0] == "task" and kinds.count("artifactUpdate") == 5  # 4 frames + the answer
+    assert lines[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_json_lines_in_the_0_3_dialect(server: LiveServer) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "a2a_toolcall", server.url, "--json", "--protocol", "0.3", "6*7"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["kind"] for line in lines][:2] == ["task", "status-update"]
+    assert lines[-1]["final"] is True and lines[-1]["status"]["state"] == "completed"
+
+
+def test_a_failed_task_exits_1(tmp_path_factory: pytest.TempPathFactory) -> None:
+    with live_server(
+        "memory", tmp_path_factory.mktemp("limit"), A2A_TEST_TIME_LIMIT="1"
+    ) as limited:
+        result = subprocess.run(
+            [sys.executable, "-m", "a2a_toolcall", limited.url, "--json", "wait 10"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1, result.stderr
+    last = json.loads(result.stdout.splitlines()[-1])
+    assert last["statusUpdate"]["status"]["state"] == "TASK_STATE_FAILED"
+
+
+def test_usage_and_connection_errors_exit_2(server: LiveServer) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "a2a_toolcall", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    nothing = run(server.url)
+    assert nothing.returncode == 2 and "give a message" in nothing.stderr
+    unreachable = run("http://127.0.0.1:9", "hello")
+    assert unreachable.returncode == 2 and "cannot reach" in unreachable.stderr
+    missing = run(server.url, "--json", "--task", "no-such-task")
+    assert missing.returncode == 2 and "error -32001" in missing.stderr
+
+
+def test_manage_py_command_defaults_to_the_local_site(server: LiveServer) -> None:
+    port = server.url.rsplit(":", 1)[1]
+    result = subprocess.run(
+        # No --url: this site (its card URL reversed from the urlconf) on 127.0.0.1:--port.
+        [sys.executable, "manage.py", "a2a_chat", "--port", port, "--json", "what is 2+2"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1])["statusUpdate"]["status"]["state"] == (
+        "TASK_STATE_COMPLETED"
+    )
