@@ -3,6 +3,7 @@ rendering, the prompt and Ctrl-C, and piped for ``--json``."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -112,7 +113,8 @@ def test_input_required_without_input_exits_3(server: LiveServer) -> None:
 
 
 def _events_of(server: LiveServer, task_id: str) -> list[dict[str, Any]]:
-    with sqlite3.connect(server.env["A2A_TEST_SQLITE"]) as db:
+    # closing(): a sqlite3 connection's own context manager commits but does not close.
+    with contextlib.closing(sqlite3.connect(server.env["A2A_TEST_SQLITE"])) as db:
         rows = db.execute(
             "SELECT data FROM a2a_toolcall_taskevent WHERE task_id = ? ORDER BY seq", (task_id,)
         ).fetchall()
@@ -201,3 +203,19 @@ def test_manage_py_command_defaults_to_the_local_site(server: LiveServer) -> Non
     assert json.loads(result.stdout.splitlines()[-1])["statusUpdate"]["status"]["state"] == (
         "TASK_STATE_COMPLETED"
     )
+
+
+def test_a_closed_pipe_ends_the_client_quietly(server: LiveServer) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "a2a_toolcall", server.url, "--json", "wait 1 and what is 6*7"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()  # like `| head -1`
+    process.stdout.close()
+    assert json.loads(first)["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+    assert process.wait(60) == 141
+    assert process.stderr.read() == b""
+    process.stderr.close()

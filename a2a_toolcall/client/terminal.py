@@ -8,7 +8,7 @@ prints each event's JSON-RPC result, as the server sent it, one per line, for sc
 
 Exit status: 0 completed (or a direct reply), 1 failed, canceled or rejected, 2 a usage,
 connection or protocol error, 3 the task waits for input and none could be read,
-130 interrupted (the task was canceled).
+130 interrupted (the task was canceled), 141 standard output was closed by its reader.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -38,13 +39,22 @@ from a2a_toolcall.contract import ToolInvocation, ToolState
 from a2a_toolcall.protocol.jsonrpc import A2AError
 from a2a_toolcall.protocol.models import TaskState
 
-__all__ = ["EXIT_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_FAILED",
+    "EXIT_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "main",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
 
 _REFRESH = 0.1
 
@@ -118,7 +128,13 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
         return EXIT_USAGE
     session = Session(args, text, headers)
-    return asyncio.run(session.main())
+    try:
+        return asyncio.run(session.main())
+    except BrokenPipeError:
+        # The reader went away (`... --json | head`): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 class _LineReader:
