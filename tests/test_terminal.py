@@ -206,16 +206,15 @@ def test_manage_py_command_defaults_to_the_local_site(server: LiveServer) -> Non
 
 
 def test_a_closed_pipe_ends_the_client_quietly(server: LiveServer) -> None:
-    process = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "a2a_toolcall", server.url, "--json", "wait 1 and what is 6*7"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-    )
-    assert process.stdout is not None and process.stderr is not None
-    first = process.stdout.readline()  # like `| head -1`
-    process.stdout.close()
-    assert json.loads(first)["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
-    assert process.wait(60) == 141
-    assert process.stderr.read() == b""
-    process.stderr.close()
+    ) as process:  # closes both pipes whatever happens
+        assert process.stdout is not None and process.stderr is not None
+        first = process.stdout.readline()  # like `| head -1`
+        process.stdout.close()
+        assert json.loads(first)["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+        assert process.wait(60) == 141
+        assert process.stderr.read() == b""

@@ -235,8 +235,9 @@ class Session:
 
     async def follow(self, run: Any) -> None:
         if self.args.json:
-            async for event in run:
-                self.print_json(event)
+            async with run:  # closes the stream's connection however the loop ends
+                async for event in run:
+                    self.print_json(event)
             return
         from rich.live import Live
 
@@ -246,9 +247,10 @@ class Session:
         ) as live:
             ticker = asyncio.create_task(self._tick(live))
             try:
-                async for event in run:
-                    self.view.note(event)
-                    live.refresh()
+                async with run:
+                    async for event in run:
+                        self.view.note(event)
+                        live.refresh()
             finally:
                 ticker.cancel()
                 self.view.stopped = True
