@@ -523,14 +523,21 @@ class Subscription:
         """The next envelope of this task, or None if ``timeout`` seconds pass first."""
         if self._closed or self.channel is None:
             raise RuntimeError("the subscription is not open")
+        nowait = getattr(self.layer, "receive_nowait", None)
         while True:
-            if self._pending is None:
-                self._pending = asyncio.ensure_future(self.layer.receive(self.channel))
-            done, _ = await asyncio.wait({self._pending}, timeout=timeout)
-            if not done:
-                return None
-            task, self._pending = self._pending, None
-            message = task.result()
+            message = None
+            if self._pending is None and nowait is not None:
+                # A message already waiting is taken at once, without a receive task.
+                message = nowait(self.channel)
+            if message is None:
+                if self._pending is None:
+                    self._pending = asyncio.ensure_future(self.layer.receive(self.channel))
+                if not self._pending.done():
+                    done, _ = await asyncio.wait({self._pending}, timeout=timeout)
+                    if not done:
+                        return None
+                task, self._pending = self._pending, None
+                message = task.result()
             if message.get("type") == _WAKEUP_TYPE:
                 continue
             try:

@@ -17,6 +17,21 @@ CORE = "channels_redis.core.RedisChannelLayer"
 IN_MEMORY = "channels.layers.InMemoryChannelLayer"
 
 
+def _in_memory(backend: object) -> bool:
+    """Whether a layer BACKEND is an in-memory layer (channels' own, ours, or a subclass)."""
+    if backend in (IN_MEMORY, "a2a_toolcall.layers.InMemoryChannelLayer"):
+        return True
+    if not isinstance(backend, str):
+        return False
+    from channels.layers import InMemoryChannelLayer
+
+    try:
+        found = import_string(backend)
+    except ImportError:
+        return False
+    return isinstance(found, type) and issubclass(found, InMemoryChannelLayer)
+
+
 @register()
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Validate ``A2A_TOOLCALL`` and the channel layers it names."""
@@ -70,6 +85,14 @@ def _check_hygiene(config: dict[str, Any]) -> list[CheckMessage]:
                     id="a2a_toolcall.E009",
                 )
             )
+    if not isinstance(config["RECORD_EVENTS"], bool):
+        errors.append(
+            Error(
+                f"A2A_TOOLCALL['RECORD_EVENTS'] must be True or False, not "
+                f"{config['RECORD_EVENTS']!r}.",
+                id="a2a_toolcall.E011",
+            )
+        )
     return errors
 
 
@@ -77,7 +100,7 @@ def _check_deployment(config: dict[str, Any]) -> list[CheckMessage]:
     messages: list[CheckMessage] = []
     layers = getattr(settings, "CHANNEL_LAYERS", {}) or {}
     layer = layers.get(config["CHANNEL_LAYER"], {})
-    if not settings.DEBUG and layer.get("BACKEND") == IN_MEMORY:
+    if not settings.DEBUG and _in_memory(layer.get("BACKEND")):
         messages.append(
             Warning(
                 "The bus is an InMemoryChannelLayer on a site with DEBUG = False: it cannot span "
@@ -162,7 +185,7 @@ def _check_layers(config: dict[str, Any]) -> list[CheckMessage]:
                 Error(
                     f"A2A_TOOLCALL['{key}'] = {alias!r} is not in CHANNEL_LAYERS.",
                     hint='Add it, e.g. CHANNEL_LAYERS = {"default": {"BACKEND": '
-                    '"channels.layers.InMemoryChannelLayer"}} for one process, or '
+                    '"a2a_toolcall.layers.InMemoryChannelLayer"}} for one process, or '
                     "channels_redis for several.",
                     id="a2a_toolcall.E004",
                 )
@@ -198,7 +221,7 @@ def _check_layers(config: dict[str, Any]) -> list[CheckMessage]:
         )
     for alias in dict.fromkeys(aliases.values()):
         errors += _check_redis_socket_timeout(alias, layers[alias])
-    if backend == IN_MEMORY and config["RUN_IN_PROCESS"] is False:
+    if _in_memory(backend) and config["RUN_IN_PROCESS"] is False:
         errors.append(
             Warning(
                 "RUN_IN_PROCESS is False but work requests travel on an InMemoryChannelLayer, "

@@ -71,6 +71,10 @@ DEFAULTS: Final[dict[str, Any]] = {
     "STORED_VALUE_LIMIT": 65_536,
     # Days a2a_purge keeps when --older-than is not given.
     "RETENTION_DAYS": 90,
+    # Write every streamed event and tool call (the audit record). False keeps only the task
+    # rows: no admin timeline, no replay from another process. For measuring what recording
+    # costs, or sites that must not keep tool payloads.
+    "RECORD_EVENTS": True,
 }
 
 

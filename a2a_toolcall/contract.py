@@ -144,7 +144,12 @@ def emit_tool_call(
     On the wire: ``{"data": {...frame...}, "metadata": {"mimeType": TOOL_CALL_V1_MIME_TYPE},
     "mediaType": "application/json"}``.
     """
-    valid = frame_from_wire(frame)
+    # A frame model was validated when it was made (and is frozen); a dict is validated here.
+    valid = (
+        frame
+        if isinstance(frame, ToolCallStarted | ToolCallCompleted | ToolCallFailed)
+        else frame_from_wire(frame)
+    )
     # The frame is already validated JSON: skip re-validating it as Part.data.
     return Part.model_construct(
         data=valid.to_wire(),

@@ -36,21 +36,45 @@ def _matches(key: str, names: frozenset[str]) -> bool:
     )
 
 
-def redact(value: Any, names: Iterable[str] = DEFAULT_REDACT_KEYS) -> Any:
-    """A copy of ``value`` with the values of matching keys (at any depth) replaced."""
+def _key_matcher(names: Iterable[str]) -> Callable[[str], bool]:
+    """``key -> bool`` for ``names``, remembering its answers (tools reuse their key names)."""
     wanted = frozenset(_normal(name) for name in names)
+    seen: dict[str, bool] = {}
+
+    def matches(key: str) -> bool:
+        found = seen.get(key)
+        if found is None:
+            found = _matches(key, wanted)
+            if len(seen) >= _MATCH_CACHE_SIZE:
+                seen.clear()
+            seen[key] = found
+        return found
+
+    return matches
+
+
+_MATCH_CACHE_SIZE: Final = 4096
+
+
+def _redactor(names: Iterable[str]) -> Callable[[Any], Any]:
+    matches = _key_matcher(names)
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
             return {
-                key: REDACTED if isinstance(key, str) and _matches(key, wanted) else walk(child)
+                key: REDACTED if isinstance(key, str) and matches(key) else walk(child)
                 for key, child in node.items()
             }
         if isinstance(node, list | tuple):
             return [walk(child) for child in node]
         return node
 
-    return walk(value)
+    return walk
+
+
+def redact(value: Any, names: Iterable[str] = DEFAULT_REDACT_KEYS) -> Any:
+    """A copy of ``value`` with the values of matching keys (at any depth) replaced."""
+    return _redactor(names)(value)
 
 
 def make_cleaner(
@@ -59,12 +83,12 @@ def make_cleaner(
     limit: int | None = None,
 ) -> Cleaner:
     """Redact ``names``, then apply ``hook``, then cap the JSON size at ``limit`` characters."""
-    keys = tuple(names)
+    walk = _redactor(tuple(names))
 
     def clean(value: Any) -> Any:
         if value is None:
             return None
-        cleaned = redact(value, keys)
+        cleaned = walk(value)
         if hook is not None:
             cleaned = hook(cleaned)
         return bound(cleaned, limit)

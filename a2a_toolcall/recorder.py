@@ -2,15 +2,15 @@
 
 For each task this process accepts, one recorder coroutine (independent of any client
 connection) turns the runtime's envelopes into A2A stream events, numbers them (``seq`` from 1:
-the SSE ``id``), hands each to the streams of this process at once, and writes them to the
-database in batches. State changes (input-required, terminal) are written *before* they are
-handed out, so a client that sees one can read it back with GetTask from any process; other
-events are written within ``FLUSH_INTERVAL``. After each write the recorder notifies streams in
-other processes on the bus (``agent.task.events.{cid}``); they read the new events from the
-database.
+the SSE ``id``), hands each to the streams of this process at once, and leaves the writing to
+the process's :mod:`~a2a_toolcall.journal`, which stores every task's new events together in
+batches. State changes (input-required, terminal) are written *before* they are handed out, so
+a client that sees one can read it back with GetTask from any process; other events are written
+within ``FLUSH_INTERVAL``. After each write the recorder notifies streams in other processes on
+the bus (``agent.task.events.{cid}``); they read the new events from the database.
 
-A crash loses the events not yet written: at most ``FLUSH_INTERVAL`` seconds (or ``FLUSH_SIZE``
-events) of tool frames and narration, never a state change a client has seen.
+A crash loses the events not yet written: at most ``FLUSH_INTERVAL`` seconds of tool frames and
+narration, never a state change a client has seen.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import itertools
 import logging
 import uuid
 from collections.abc import Coroutine
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from a2a_toolcall import store
 from a2a_toolcall.bus import (
     TOPIC_ARTIFACT,
     TOPIC_CANCEL,
@@ -39,6 +39,7 @@ from a2a_toolcall.bus import (
     RuntimeLost,
     TaskStream,
 )
+from a2a_toolcall.conf import get_setting
 from a2a_toolcall.contract import (
     TOOL_CALL_ARTIFACT_NAME,
     TOOL_CALL_V1_URI,
@@ -46,11 +47,13 @@ from a2a_toolcall.contract import (
     ToolCallParseError,
     ToolCallStarted,
     ToolInvocation,
+    ToolState,
     ToolTimeline,
     emit_tool_call,
     frame_from_wire,
 )
 from a2a_toolcall.hygiene import get_cleaner
+from a2a_toolcall.journal import FLUSH_INTERVAL, journal
 from a2a_toolcall.protocol.models import (
     Artifact,
     Message,
@@ -65,16 +68,17 @@ from a2a_toolcall.protocol.models import (
     format_timestamp,
     parse_timestamp,
 )
-from a2a_toolcall.store import LoggedEvent
+from a2a_toolcall.store import LoggedEvent, TaskWrite
 
-__all__ = ["FLUSH_INTERVAL", "FLUSH_SIZE", "Recorder", "TaskHub", "ends_stream", "hub_for"]
+__all__ = ["FLUSH_INTERVAL", "Recorder", "TaskHub", "ends_stream", "hub_for"]
 
 logger = logging.getLogger(__name__)
 
-FLUSH_INTERVAL: Final = 0.05
-FLUSH_SIZE: Final = 200
 ANSWER_ARTIFACT_NAME: Final = "answer"
-HUB_KEEP_SECONDS: Final = 30.0
+HUB_KEEP_SECONDS: Final = 5.0
+"""How long a finished task's events stay in memory for streams that open late (then: the DB)."""
+SUMMARY_INTERVAL: Final = 1.0
+"""With RECORD_EVENTS off: seconds between rewrites of a running task's tool-call summary."""
 
 # The task state machine: which state may follow which (a table, not scattered ifs).
 TRANSITIONS: Final[dict[TaskState, frozenset[TaskState]]] = {
@@ -175,10 +179,19 @@ class Recorder:
         self.reply_message: dict[str, Any] | None = None
         self.timeline = ToolTimeline()
         self.changed_calls: set[str] = set()
+        self.failed_calls = 0
         self.clean = get_cleaner()
+        self.record_events = bool(get_setting("RECORD_EVENTS"))
         self.seq = 0
         self.unwritten: list[LoggedEvent] = []
-        self.flush_due: float | None = None
+        self.journal = journal()
+        # What changed since the last write (the row is updated column by column).
+        self._dirty: set[str] = set()
+        self._summary_due = 0.0
+        self._summary_scheduled = False
+        # Artifact ids: unique, without a random draw per frame.
+        self._artifact_base = uuid.uuid4().hex[:24]
+        self._artifact_numbers = itertools.count(1)
         self.cancel_requested: str | None = None
         self.runtime_seen = False
         self.finished = asyncio.Event()
@@ -194,15 +207,14 @@ class Recorder:
         self.unwritten.append(event)
         return event
 
+    def _artifact_id(self) -> str:
+        return f"{self._artifact_base}{next(self._artifact_numbers):08x}"
+
     async def _hand_out(self, event: LoggedEvent, *, write_first: bool) -> None:
         if write_first:
             await self.flush()
         else:
-            loop = asyncio.get_running_loop()
-            if self.flush_due is None:
-                self.flush_due = loop.time() + FLUSH_INTERVAL
-            if len(self.unwritten) >= FLUSH_SIZE:
-                await self.flush()
+            self.journal.add(self)
         self.hub.publish(event)
 
     async def _status(
@@ -237,6 +249,7 @@ class Recorder:
         )
         if message is not None and (state.is_interrupted or state.is_terminal):
             self.history.append(message.to_wire())
+            self._dirty.add("history")
         event = self._emit(
             StreamResponse(
                 status_update=TaskStatusUpdateEvent(
@@ -277,24 +290,49 @@ class Recorder:
     # --- writing ---------------------------------------------------------------------------
 
     def _row_fields(self) -> dict[str, Any]:
-        metadata = dict(self.metadata)
-        if len(self.timeline):
-            metadata[TOOL_CALL_V1_URI] = {"toolCalls": self._timeline_summary()}
-        ended = _when(self._status_ts()) if self.state.is_terminal else None
-        return {
-            "finished_at": ended,
-            "tool_call_count": len(self.timeline),
-            "failed_tool_count": len(self.timeline.failed),
+        """The row's columns that changed since the last write (all of them the first time)."""
+        fields: dict[str, Any] = {
             "state": self.state.value,
             "status": self.status.to_wire(),
-            "history": self.history,
-            "artifacts": self.artifacts,
-            "metadata": metadata,
             "pending_request_id": self.pending_request_id,
-            "reply_message": self.reply_message,
             "last_seq": self.seq,
             "updated_at": _when(self._status_ts()),
+            "finished_at": _when(self._status_ts()) if self.state.is_terminal else None,
+            "tool_call_count": len(self.timeline),
+            "failed_tool_count": self.failed_calls,
         }
+        dirty, self._dirty = self._dirty, set()
+        if "history" in dirty:
+            fields["history"] = self.history
+        if "artifacts" in dirty:
+            fields["artifacts"] = self.artifacts
+        if "reply_message" in dirty:
+            fields["reply_message"] = self.reply_message
+        # The tool-call summary grows with the task: it is written when the task stops or
+        # waits for input. Until then readers build it from the ToolCall rows
+        # (store.live_summaries); without those (RECORD_EVENTS off) it is rewritten at most
+        # once per SUMMARY_INTERVAL.
+        settled = self.state.is_terminal or self.state.is_interrupted
+        if "metadata" in dirty:
+            now = asyncio.get_running_loop().time()
+            if settled or (not self.record_events and now >= self._summary_due):
+                metadata = dict(self.metadata)
+                if len(self.timeline):
+                    metadata[TOOL_CALL_V1_URI] = {"toolCalls": self._timeline_summary()}
+                fields["metadata"] = metadata
+                self._summary_due = now + SUMMARY_INTERVAL
+            else:
+                self._dirty.add("metadata")
+                if not self.record_events and not self._summary_scheduled:
+                    # Written then even if no other event comes meanwhile.
+                    self._summary_scheduled = True
+                    asyncio.get_running_loop().call_at(self._summary_due, self._write_summary)
+        return fields
+
+    def _write_summary(self) -> None:
+        self._summary_scheduled = False
+        if "metadata" in self._dirty:
+            self.journal.add(self)
 
     def _status_ts(self) -> float:
         if self.status.timestamp:
@@ -335,22 +373,28 @@ class Recorder:
             summary.append(row)
         return summary
 
-    async def flush(self) -> None:
-        """Write the events not yet written, then tell other processes about them."""
-        self.flush_due = None
-        if not self.unwritten:
-            return
+    def take_write(self) -> TaskWrite:
+        """For the journal: the events, calls and row columns not yet written."""
         events, self.unwritten = self.unwritten, []
         changed, self.changed_calls = self.changed_calls, set()
+        if not self.record_events:
+            return TaskWrite(self.task_id, (), self._row_fields())
         calls = [self._call_row(self.timeline[call_id]) for call_id in changed]
-        await store.append_events(self.task_id, events, self._row_fields(), calls)
-        with contextlib.suppress(Exception):
+        return TaskWrite(self.task_id, events, self._row_fields(), calls)
+
+    async def written(self, write: TaskWrite) -> None:
+        """For the journal: tell streams in other processes about the new events."""
+        if write.events:
             await self.bus.publish(
                 TOPIC_EVENTS,
                 self.task_id,
-                {"lastSeq": self.seq, "state": self.state.value},
+                {"lastSeq": write.events[-1].seq, "state": self.state.value},
                 seq=0,
             )
+
+    async def flush(self) -> None:
+        """Write everything not yet written, now; return once it is stored."""
+        await self.journal.commit(self)
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -388,18 +432,14 @@ class Recorder:
         return task
 
     async def _record(self) -> None:
-        loop = asyncio.get_running_loop()
         while not self.state.is_terminal:
-            timeout = None if self.flush_due is None else max(0.0, self.flush_due - loop.time())
             try:
-                envelope = await self.stream.get(timeout=timeout)
+                envelope = await self.stream.get()
             except RuntimeLost as exc:
                 await self._runtime_lost(str(exc))
                 return
-            if envelope is None:
-                await self.flush()
-                continue
-            await self._on_envelope(envelope)
+            if envelope is not None:
+                await self._on_envelope(envelope)
 
     async def _runtime_lost(self, why: str) -> None:
         now = datetime.now(UTC)
@@ -463,10 +503,14 @@ class Recorder:
             frame = frame.model_copy(update={"args": self.clean(frame.args)})
         elif isinstance(frame, ToolCallCompleted) and frame.result is not None:
             frame = frame.model_copy(update={"result": self.clean(frame.result)})
-        self.timeline.feed(frame, at=at.timestamp())
+        before = self.timeline.get(frame.tool_call_id)
+        was_failed = before is not None and before.state is ToolState.FAILED
+        now_failed = self.timeline.feed(frame, at=at.timestamp()).state is ToolState.FAILED
+        self.failed_calls += now_failed - was_failed
         self.changed_calls.add(frame.tool_call_id)
+        self._dirty.add("metadata")
         artifact = Artifact(
-            artifact_id=uuid.uuid4().hex,
+            artifact_id=self._artifact_id(),
             name=TOOL_CALL_ARTIFACT_NAME,
             parts=[emit_tool_call(frame)],
             extensions=[TOOL_CALL_V1_URI],
@@ -501,6 +545,7 @@ class Recorder:
         )
 
     def _keep_artifact(self, artifact: Artifact, *, append: bool) -> None:
+        self._dirty.add("artifacts")
         wire = artifact.to_wire()
         for i, kept in enumerate(self.artifacts):
             if kept["artifactId"] == artifact.artifact_id:
@@ -517,6 +562,7 @@ class Recorder:
         message = payload.get("message")
         if isinstance(message, dict):
             self.history.append(message)
+            self._dirty.add("history")
         self.pending_request_id = ""
         await self._status(TaskState.WORKING, at)
 
@@ -540,6 +586,7 @@ class Recorder:
                     }
                 )
                 self.reply_message = reply.to_wire()
+                self._dirty.add("reply_message")
                 await self._status(TaskState.COMPLETED, at, message=reply)
                 return
             if parts:

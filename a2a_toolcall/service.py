@@ -9,12 +9,13 @@ notifications, polling as a fallback, so they miss nothing even when a notificat
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 
 from a2a_toolcall import store
 from a2a_toolcall.bus import (
@@ -38,6 +39,7 @@ from a2a_toolcall.protocol.models import (
 )
 from a2a_toolcall.recorder import Recorder, ends_stream, hub_for
 from a2a_toolcall.runtime import build_request, ensure_in_process_runtime
+from a2a_toolcall.store import LoggedEvent
 
 __all__ = ["EventFeed", "Started", "TaskService", "ends_stream"]
 
@@ -62,15 +64,15 @@ class EventFeed:
         self.bus = bus
         self.task_id = task_id
         self.last = after_seq
-        self._backlog: list[tuple[int, StreamResponse]] = []
-        self._queue: asyncio.Queue[Any] | None = None
+        self._backlog: collections.deque[LoggedEvent] = collections.deque()
+        self._queue: asyncio.Queue[LoggedEvent] | None = None
         self._subscription: Subscription | None = None
         self._hub = hub_for(task_id)
 
     async def __aenter__(self) -> EventFeed:
         if self._hub is not None:
             events, self._queue = self._hub.listen(self.last)
-            self._backlog = [(e.seq, e.response) for e in events]
+            self._backlog.extend(events)
         else:
             # Joined before the first read: a notification sent meanwhile is not missed.
             self._subscription = await self.bus.subscribe(self.task_id, [TOPIC_EVENTS]).__aenter__()
@@ -82,29 +84,49 @@ class EventFeed:
         if self._subscription is not None:
             await self._subscription.aclose()
 
-    async def next(self, timeout: float | None = None) -> tuple[int, StreamResponse] | None:
+    def ready(self) -> LoggedEvent | None:
+        """The next event if it is already here (no waiting), else None."""
+        while self._backlog:
+            event = self._backlog.popleft()
+            if event.seq > self.last:
+                self.last = event.seq
+                return event
+        if self._queue is not None and not self._queue.empty():
+            event = self._queue.get_nowait()
+            if event.seq > self.last:
+                self.last = event.seq
+                return event
+        return None
+
+    async def next(self, timeout: float | None = None) -> LoggedEvent | None:
         """The next event, or None when ``timeout`` seconds pass without one."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
+        deadline: float | None = None
         while True:
             if self._backlog:
-                seq, response = self._backlog.pop(0)
-                if seq <= self.last:
+                event = self._backlog.popleft()
+                if event.seq <= self.last:
                     continue
-                self.last = seq
-                return seq, response
-            left = None if deadline is None else max(0.0, deadline - loop.time())
+                self.last = event.seq
+                return event
             if self._queue is not None:
-                try:
-                    event = await asyncio.wait_for(self._queue.get(), left)
-                except TimeoutError:
-                    return None
-                self._backlog.append((event.seq, event.response))
+                if self._queue.empty():
+                    try:
+                        async with asyncio.timeout(timeout):
+                            event = await self._queue.get()
+                    except TimeoutError:
+                        return None
+                else:
+                    event = self._queue.get_nowait()
+                self._backlog.append(event)
                 continue
+            loop = asyncio.get_running_loop()
+            if deadline is None and timeout is not None:
+                deadline = loop.time() + timeout
             rows = await store.events_after(self.task_id, self.last)
             if rows:
-                self._backlog = [(r["seq"], StreamResponse.model_validate(r["data"])) for r in rows]
+                self._backlog.extend(rows)
                 continue
+            left = None if deadline is None else max(0.0, deadline - loop.time())
             if left is not None and left <= 0:
                 return None
             assert self._subscription is not None
@@ -194,7 +216,9 @@ class TaskService:
             },
             seq=0,
         )
-        return Started(task_id=row.id, after_seq=row.last_seq, snapshot=store.snapshot(row))
+        return Started(
+            task_id=row.id, after_seq=row.last_seq, snapshot=await store.current_snapshot(row)
+        )
 
     # --- waiting -----------------------------------------------------------------------------
 
@@ -217,8 +241,8 @@ class TaskService:
                 left = None if deadline is None else deadline - loop.time()
                 if left is not None and left <= 0:
                     return False
-                item = await feed.next(timeout=left)
-                if item is not None and until(item[1]):
+                event = await feed.next(timeout=left)
+                if event is not None and until(event.response):
                     return True
 
     # --- cancel ------------------------------------------------------------------------------

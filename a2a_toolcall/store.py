@@ -5,18 +5,23 @@ Everything here speaks A2A 1.0 models in and out; the views never touch the ORM 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
-from collections.abc import Sequence
-from dataclasses import dataclass
+import contextvars
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import transaction
-from django.db.models import Q
+from django.db import connections, router, transaction
+from django.db.models import Model, Q
+from django.db.models.constants import OnConflict
 from django.utils import timezone
 
 from a2a_toolcall import models as orm
+from a2a_toolcall.contract import TOOL_CALL_V1_URI
 from a2a_toolcall.protocol import jsonrpc
 from a2a_toolcall.protocol.models import (
     ListTasksRequest,
@@ -31,26 +36,50 @@ from a2a_toolcall.protocol.models import (
 
 __all__ = [
     "LoggedEvent",
+    "TaskWrite",
     "append_events",
     "create_task",
+    "current_snapshot",
     "events_after",
     "get_task",
     "list_tasks",
+    "live_summaries",
     "load_row",
     "snapshot",
+    "summary_entry",
+    "write_batch",
+    "write_batch_sync",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
 
 
-@dataclass(frozen=True, slots=True)
 class LoggedEvent:
-    """One stream event with its place in the task's log."""
+    """One stream event with its place in the task's log.
 
-    seq: int
-    response: StreamResponse
-    emitted_at: datetime
+    ``json`` is the event's proto3 JSON, made once and shared by every stream that sends the
+    event and by the database row that stores it.
+    """
+
+    __slots__ = ("_json", "emitted_at", "response", "seq")
+
+    def __init__(
+        self, seq: int, response: StreamResponse, emitted_at: datetime, json: bytes | None = None
+    ) -> None:
+        self.seq = seq
+        self.response = response
+        self.emitted_at = emitted_at
+        self._json = json
+
+    @property
+    def json(self) -> bytes:
+        """The event as compact UTF-8 JSON (a ``StreamResponse``)."""
+        if self._json is None:
+            self._json = self.response.to_json()
+        return self._json
 
     @property
     def state(self) -> TaskState | None:
@@ -60,6 +89,9 @@ class LoggedEvent:
         if self.response.task is not None:
             return self.response.task.status.state
         return None
+
+    def __repr__(self) -> str:
+        return f"LoggedEvent(seq={self.seq}, {self.response!r})"
 
 
 def _kind(response: StreamResponse) -> str:
@@ -71,12 +103,22 @@ def _kind(response: StreamResponse) -> str:
 
 
 def snapshot(
-    row: orm.Task, *, history_length: int | None = None, include_artifacts: bool = True
+    row: orm.Task,
+    *,
+    history_length: int | None = None,
+    include_artifacts: bool = True,
+    tool_calls: list[dict[str, Any]] | None = None,
 ) -> Task:
-    """The A2A Task for a row (``history_length`` per spec 3.2.4: None all, 0 none, n last n)."""
+    """The A2A Task for a row (``history_length`` per spec 3.2.4: None all, 0 none, n last n).
+
+    ``tool_calls``: the tool-call summary to put in the metadata instead of the row's own.
+    """
     history = row.history
     if history_length is not None:
         history = history[-history_length:] if history_length > 0 else []
+    metadata = row.metadata
+    if tool_calls:
+        metadata = {**metadata, TOOL_CALL_V1_URI: {"toolCalls": tool_calls}}
     return Task.model_validate(
         {
             "id": row.id,
@@ -84,8 +126,57 @@ def snapshot(
             "status": row.status,
             **({"artifacts": row.artifacts} if include_artifacts else {}),
             **({"history": history} if history else {}),
-            **({"metadata": row.metadata} if row.metadata else {}),
+            **({"metadata": metadata} if metadata else {}),
         }
+    )
+
+
+def summary_entry(call: orm.ToolCall) -> dict[str, Any]:
+    """One tool call as it appears in a task's tool-call summary."""
+    entry: dict[str, Any] = {
+        "toolCallId": call.tool_call_id,
+        "name": call.name,
+        "state": call.status,
+    }
+    if call.args is not None:
+        entry["args"] = call.args
+    if call.result is not None:
+        entry["result"] = call.result
+    if call.error:
+        entry["error"] = call.error
+    if call.duration_ms is not None:
+        entry["durationMs"] = call.duration_ms
+    return entry
+
+
+async def live_summaries(rows: Sequence[orm.Task]) -> dict[str, list[dict[str, Any]]]:
+    """The tool-call summaries of the running tasks among ``rows``, from their ToolCall rows.
+
+    A running task's row carries no up-to-date summary (rewriting it on every write would cost
+    O(calls) per write); its ToolCall rows are written in the same transaction as its events
+    and ``last_seq``, so a summary made from them agrees with the snapshot's place in the
+    stream. A task that stopped or waits for input has its final summary in its row.
+    """
+    running = [r.id for r in rows if not (r.task_state.is_terminal or r.task_state.is_interrupted)]
+    found: dict[str, list[dict[str, Any]]] = {}
+    if not running:
+        return found
+    calls = orm.ToolCall.objects.filter(task_id__in=running).order_by("task_id", "order")
+    async for call in calls:
+        found.setdefault(call.task_id, []).append(summary_entry(call))
+    return found
+
+
+async def current_snapshot(
+    row: orm.Task, *, history_length: int | None = None, include_artifacts: bool = True
+) -> Task:
+    """:func:`snapshot` with a running task's tool-call summary as of the row's ``last_seq``."""
+    summaries = await live_summaries([row])
+    return snapshot(
+        row,
+        history_length=history_length,
+        include_artifacts=include_artifacts,
+        tool_calls=summaries.get(row.id),
     )
 
 
@@ -100,7 +191,7 @@ async def create_task(
 ) -> orm.Task:
     """Insert a new task row in SUBMITTED (its first event is logged by the recorder)."""
     now = timezone.now()
-    return await orm.Task.objects.acreate(
+    row = orm.Task(
         id=task_id,
         context_id=context_id,
         agent=agent,
@@ -112,6 +203,20 @@ async def create_task(
         metadata=metadata,
         request_text="\n".join(p.text for p in message.parts if p.text is not None),
     )
+    # In the thread the journal writes from, whose database connection lives on, rather than
+    # in the request's own thread, which would open (and close) a connection per task.
+    await in_shared_thread(functools.partial(row.save, force_insert=True))
+    return row
+
+
+async def in_shared_thread(call: Callable[[], T]) -> T:
+    """Run ``call`` in asgiref's shared thread (not the current request's), and return its
+    result."""
+    from asgiref.sync import sync_to_async
+
+    job = sync_to_async(call, thread_sensitive=True)()
+    # A fresh context: outside the request's ThreadSensitiveContext.
+    return await asyncio.get_running_loop().create_task(job, context=contextvars.Context())
 
 
 async def load_row(task_id: str) -> orm.Task:
@@ -126,7 +231,7 @@ async def load_row(task_id: str) -> orm.Task:
 
 async def get_task(task_id: str, history_length: int | None = None) -> Task:
     """GetTask."""
-    return snapshot(await load_row(task_id), history_length=history_length)
+    return await current_snapshot(await load_row(task_id), history_length=history_length)
 
 
 _CALL_FIELDS = (
@@ -142,34 +247,121 @@ _CALL_FIELDS = (
 )
 
 
-def _append_events_sync(
-    task_id: str,
-    events: Sequence[LoggedEvent],
-    fields: dict[str, Any],
-    calls: Sequence[dict[str, Any]],
-) -> None:
-    with transaction.atomic():
-        if calls:
-            # One statement for every call that changed: insert, or update the row in place.
-            orm.ToolCall.objects.bulk_create(
-                [orm.ToolCall(task_id=task_id, **call) for call in calls],
-                update_conflicts=True,
-                unique_fields=["task", "tool_call_id"],
-                update_fields=list(_CALL_FIELDS),
-            )
-        orm.TaskEvent.objects.bulk_create(
-            orm.TaskEvent(
-                task_id=task_id,
-                seq=event.seq,
-                kind=_kind(event.response),
-                state=(event.state.value if event.state is not None else ""),
-                emitted_at=event.emitted_at,
-                data=event.response.to_wire(),
-            )
-            for event in events
-        )
-        if fields:
-            orm.Task.objects.filter(pk=task_id).update(**fields)
+@dataclass(slots=True)
+class TaskWrite:
+    """What one task adds to the database in a write: events, changed calls, row fields."""
+
+    task_id: str
+    events: Sequence[LoggedEvent] = ()
+    fields: dict[str, Any] = field(default_factory=dict)
+    calls: Sequence[dict[str, Any]] = ()
+
+
+def write_batch_sync(writes: Sequence[TaskWrite]) -> None:
+    """Write several tasks' events, tool calls and rows in one transaction (sync).
+
+    This is the hottest write of the app, so it is three prepared statements rather than ORM
+    querysets (whose SQL compilation per value costs more than the writes): one ``executemany``
+    upsert of the changed calls, one ``executemany`` insert of the events, one ``UPDATE`` per
+    task row. Values are prepared by the models' own fields, so they are stored exactly as the
+    ORM would store them.
+    """
+    using = router.db_for_write(orm.TaskEvent)
+    connection = connections[using]
+    try:
+        with transaction.atomic(using=using), connection.cursor() as cursor:
+            calls = [(w.task_id, call) for w in writes for call in w.calls]
+            if calls:
+                sql, names = _call_upsert_sql(connection)
+                cursor.executemany(
+                    sql,
+                    [
+                        _prepared(orm.ToolCall, names, {**call, "task": task_id}, connection)
+                        for task_id, call in calls
+                    ],
+                )
+            events = [
+                {
+                    "task": w.task_id,
+                    "seq": event.seq,
+                    "kind": _kind(event.response),
+                    "state": event.state.value if event.state is not None else "",
+                    "emitted_at": event.emitted_at,
+                    # The JSON the streams sent, stored as it is: no second serialisation.
+                    "data": orm.RawJSON(event.json),
+                }
+                for w in writes
+                for event in w.events
+            ]
+            if events:
+                sql, names = _insert_sql(connection, orm.TaskEvent, _EVENT_FIELDS)
+                cursor.executemany(
+                    sql, [_prepared(orm.TaskEvent, names, e, connection) for e in events]
+                )
+            for w in writes:
+                if w.fields:
+                    names = tuple(w.fields)
+                    cursor.execute(
+                        _update_sql(connection, orm.Task, names),
+                        [*_prepared(orm.Task, names, w.fields, connection), w.task_id],
+                    )
+    except Exception:
+        # A broken connection stays broken in this long-lived thread unless it is closed;
+        # the next write opens a new one.
+        connection.close()
+        raise
+
+
+_EVENT_FIELDS = ("task", "seq", "kind", "state", "emitted_at", "data")
+
+
+def _prepared(
+    model: type[Model], names: Sequence[str], values: dict[str, Any], connection: Any
+) -> list[Any]:
+    meta = model._meta
+    return [meta.get_field(n).get_db_prep_save(values[n], connection) for n in names]  # type: ignore[union-attr]
+
+
+@functools.cache
+def _columns(model: type[Model], names: tuple[str, ...], vendor: str) -> list[str]:
+    meta = model._meta
+    return [str(meta.get_field(n).column) for n in names]  # type: ignore[union-attr]
+
+
+def _insert_sql(
+    connection: Any, model: type[Model], names: tuple[str, ...]
+) -> tuple[str, tuple[str, ...]]:
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(c) for c in _columns(model, names, connection.vendor))
+    placeholders = ", ".join(["%s"] * len(names))
+    # Names from the model's own metadata, quoted by the backend; values are parameters.
+    table = quote(model._meta.db_table)
+    return f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", names  # noqa: S608
+
+
+def _call_upsert_sql(connection: Any) -> tuple[str, tuple[str, ...]]:
+    names = ("task", "tool_call_id", *_CALL_FIELDS)
+    sql, _ = _insert_sql(connection, orm.ToolCall, names)
+    meta = orm.ToolCall._meta
+    suffix = connection.ops.on_conflict_suffix_sql(
+        [meta.get_field(n) for n in names],
+        OnConflict.UPDATE,
+        _columns(orm.ToolCall, _CALL_FIELDS, connection.vendor),
+        _columns(orm.ToolCall, ("task", "tool_call_id"), connection.vendor),
+    )
+    return f"{sql} {suffix}", names
+
+
+def _update_sql(connection: Any, model: type[Model], names: tuple[str, ...]) -> str:
+    quote = connection.ops.quote_name
+    sets = ", ".join(f"{quote(c)} = %s" for c in _columns(model, names, connection.vendor))
+    pk = quote(str(model._meta.pk.column))
+    return f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {pk} = %s"  # noqa: S608
+
+
+async def write_batch(writes: Sequence[TaskWrite]) -> None:
+    """Write several tasks' events, tool calls and rows in one transaction."""
+    await in_shared_thread(functools.partial(write_batch_sync, writes))
 
 
 async def append_events(
@@ -178,17 +370,17 @@ async def append_events(
     fields: dict[str, Any],
     calls: Sequence[dict[str, Any]] = (),
 ) -> None:
-    """Append events, upsert tool calls and update the task row, in one transaction."""
-    from asgiref.sync import sync_to_async
-
-    # One transaction for the batch: the log, the calls and the row never disagree.
-    await sync_to_async(_append_events_sync, thread_sensitive=True)(task_id, events, fields, calls)
+    """Append one task's events, upsert its tool calls and update its row, in one transaction."""
+    await write_batch([TaskWrite(task_id, events, fields, calls)])
 
 
-async def events_after(task_id: str, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
-    """Logged events with a seq above ``seq``, oldest first, as ``{"seq", "data"}``."""
+async def events_after(task_id: str, seq: int, limit: int = 1000) -> list[LoggedEvent]:
+    """Logged events with a seq above ``seq``, oldest first."""
     rows = orm.TaskEvent.objects.filter(task_id=task_id, seq__gt=seq).order_by("seq")
-    return [{"seq": r.seq, "data": r.data} async for r in rows[:limit].only("seq", "data")]
+    return [
+        LoggedEvent(r.seq, StreamResponse.model_validate(r.data), r.emitted_at)
+        async for r in rows[:limit].only("seq", "data", "emitted_at")
+    ]
 
 
 def _encode_token(row: orm.Task) -> str:
@@ -235,12 +427,14 @@ async def list_tasks(request: ListTasksRequest) -> ListTasksResponse:
     page = [r async for r in rows.order_by("-updated_at", "-id")[: page_size + 1]]
     more = len(page) > page_size
     page = page[:page_size]
+    summaries = await live_summaries(page)
     return ListTasksResponse(
         tasks=[
             snapshot(
                 r,
                 history_length=request.history_length,
                 include_artifacts=bool(request.include_artifacts),
+                tool_calls=summaries.get(r.id),
             )
             for r in page
         ],

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
+from django.db import connections
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.urls import reverse
 from django.utils.http import http_date, parse_http_date_safe
@@ -40,6 +40,7 @@ from a2a_toolcall.protocol.models import (
 )
 from a2a_toolcall.protocol.sse import encode_comment, encode_event
 from a2a_toolcall.service import TaskService, ends_stream
+from a2a_toolcall.store import LoggedEvent
 
 __all__ = ["agent_card", "jsonrpc_endpoint"]
 
@@ -327,7 +328,7 @@ async def send_message(call: Call) -> HttpResponseBase:
     if row.reply_message is not None:
         result = SendMessageResponse(message=Message.model_validate(row.reply_message))
     else:
-        result = SendMessageResponse(task=store.snapshot(row, history_length=history))
+        result = SendMessageResponse(task=await store.current_snapshot(row, history_length=history))
     if call.dialect == "0.3":
         return call.answer(v03.send_message_response_to_v03(result))
     return call.answer(result)
@@ -396,7 +397,8 @@ async def subscribe_to_task(call: Call) -> HttpResponseBase:
     # exactly what followed the last event it saw.
     resume = call.request.headers.get("Last-Event-ID", "").strip()
     after = int(resume) if resume.isdigit() else row.last_seq
-    return _stream(call, _service(), row.id, after, [StreamResponse(task=store.snapshot(row))])
+    first = [StreamResponse(task=await store.current_snapshot(row))]
+    return _stream(call, _service(), row.id, after, first)
 
 
 async def get_extended_agent_card(call: Call) -> HttpResponseBase:
@@ -438,6 +440,33 @@ def _frame(call: Call, seq: int | None, response: StreamResponse) -> bytes:
     return encode_event(data, id=None if seq is None else str(seq))
 
 
+def _logged_frame(call: Call, event: LoggedEvent) -> bytes:
+    if call.dialect == "0.3":
+        return _frame(call, event.seq, event.response)
+    # The event's JSON was made once, for every stream and the database: only the envelope
+    # is added here.
+    return encode_event(jsonrpc.success_response_json(call.id, event.json), id=str(event.seq))
+
+
+def _release_request_thread() -> None:
+    """Give back the OS thread Django keeps for this request while the stream waits.
+
+    Django runs each request in an asgiref ``ThreadSensitiveContext`` whose executor holds one
+    thread until the response ends: one idle thread per open stream. The stream no longer needs
+    it (its database work is done and its connection closed), so the executor is shut down now;
+    anything sync that runs later in the request (``request_finished``) gets a fresh one, which
+    Django shuts down as usual.
+    """
+    from asgiref.sync import SyncToAsync
+
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    if context is None or getattr(context, "_executor", None) is not None:
+        return  # no request context, or an executor its creator owns
+    executor = SyncToAsync.context_to_thread_executor.pop(context, None)
+    if executor is not None:
+        executor.shutdown(wait=False)
+
+
 def _stream(
     call: Call,
     service: TaskService,
@@ -450,17 +479,24 @@ def _stream(
     async def events() -> AsyncIterator[bytes]:
         for response in first:
             yield _frame(call, None, response)
-        # The stream may stay open for long: give the database connection back first.
-        await sync_to_async(close_old_connections)()
+        # The stream may stay open for long: give the database connection and the request's
+        # thread back first.
+        await sync_to_async(connections.close_all)()
+        _release_request_thread()
         async with service.feed(task_id, after_seq) as feed:
             while True:
-                item = await feed.next(timeout=keepalive)
-                if item is None:
+                event = await feed.next(timeout=keepalive)
+                if event is None:
                     yield KEEPALIVE
                     continue
-                seq, response = item
-                yield _frame(call, seq, response)
-                if ends_stream(response):
+                # Events that are already waiting go out in one write (one send, one syscall)
+                # rather than one each; a lone event is not held back.
+                chunk = [_logged_frame(call, event)]
+                while not ends_stream(event.response) and (ready := feed.ready()) is not None:
+                    event = ready
+                    chunk.append(_logged_frame(call, event))
+                yield chunk[0] if len(chunk) == 1 else b"".join(chunk)
+                if ends_stream(event.response):
                     return
 
     response = StreamingHttpResponse(events(), content_type="text/event-stream")

@@ -4,11 +4,17 @@ Environment overrides, for trying the same site on other infrastructure:
 ``DJANGO_DEBUG`` (default on), ``DJANGO_SECRET_KEY``, ``DJANGO_ALLOWED_HOSTS`` (comma-separated),
 ``DATABASE_PATH`` (the SQLite file), ``A2A_DEMO_AGENT`` (``assistant``, ``plain`` or ``tck``),
 ``A2A_DEMO_OPENAI_MODEL``/``_BASE_URL``/``_API_KEY`` (see project/langgraph_agent.py),
-``A2A_CARD_V03`` (``0`` for the strict 1.0 card).
+``A2A_CARD_V03`` (``0`` for the strict 1.0 card), ``A2A_DEMO_POSTGRES`` (a database name on the
+local PostgreSQL instead of SQLite), ``A2A_DEMO_REDIS`` (a Redis URL: the channels_redis layer
+instead of the in-memory one; run ``manage.py a2a_worker`` processes unless
+``A2A_DEMO_IN_PROCESS=1``), ``A2A_DEMO_RECORD_EVENTS=0`` (no event log).
+``A2A_DEMO_AGENT=bench`` serves the benchmark workload (project/bench_agent.py,
+docs/benchmarks.md).
 """
 
 import os
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -74,8 +80,31 @@ DATABASES = {
     }
 }
 
-# The embedded default: one process, no Redis. Use channels_redis for several processes.
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+if os.environ.get("A2A_DEMO_POSTGRES"):
+    DATABASES["default"] = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": os.environ["A2A_DEMO_POSTGRES"],
+        "USER": os.environ.get("A2A_DEMO_POSTGRES_USER", "postgres"),
+        "HOST": os.environ.get("A2A_DEMO_POSTGRES_HOST", "127.0.0.1"),
+        "PORT": "5432",
+    }
+
+# The embedded default: one process, no Redis (the app's in-memory layer: channels' own, minus
+# a deep copy and a sweep of every queue per message). Use channels_redis for several processes.
+CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
+    "default": {"BACKEND": "a2a_toolcall.layers.InMemoryChannelLayer"}
+}
+if os.environ.get("A2A_DEMO_REDIS"):
+    CHANNEL_LAYERS["default"] = {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {
+            # redis-py 8 reads with a 5 s timeout by default: longer than channels_redis blocks.
+            "hosts": [{"address": os.environ["A2A_DEMO_REDIS"], "socket_timeout": 30}],
+            "prefix": os.environ.get("A2A_DEMO_REDIS_PREFIX", "a2a-demo"),
+            # One Redis list per process carries every stream's messages (check W003).
+            "capacity": 10000,
+        },
+    }
 
 # The agent this site serves (a2a_toolcall reads everything from this one dict; see
 # docs/settings.md for every key and its default).
@@ -87,11 +116,22 @@ A2A_TOOLCALL = {
         "plain": "project.agents.demo_agent",
         # The A2A conformance kit's scenario agent (docs/conformance.md).
         "tck": "project.tck_agent.tck_agent",
+        # The benchmark workload (docs/benchmarks.md).
+        "bench": "project.bench_agent.bench_agent",
     },
     "DEFAULT_AGENT": os.environ.get("A2A_DEMO_AGENT", "assistant"),
+    # With Redis, agents run in `manage.py a2a_worker` processes unless told otherwise.
+    "RUN_IN_PROCESS": (os.environ.get("A2A_DEMO_IN_PROCESS") == "1")
+    if os.environ.get("A2A_DEMO_REDIS")
+    else None,
     # A2A_CARD_V03=0 serves the strict 1.0 card to every client (see docs/conformance.md).
     "CARD_V03_MEMBERS": os.environ.get("A2A_CARD_V03", "1") == "1",
 }
+if os.environ.get("A2A_DEMO_RECORD_EVENTS") == "0":
+    A2A_TOOLCALL["RECORD_EVENTS"] = False
+if A2A_TOOLCALL["DEFAULT_AGENT"] == "bench":
+    # The benchmark streams frames only, as its peers do: no narration line per tool turn.
+    A2A_TOOLCALL["HUMANIZER"] = "project.bench_agent.silent"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True

@@ -12,6 +12,8 @@ from django.conf import settings as django_settings
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+from a2a_toolcall.layers import InMemoryChannelLayer as FastInMemoryChannelLayer
+
 # "default": the CI run. "thorough": `HYPOTHESIS_PROFILE=thorough pytest` for a deeper search.
 hypothesis_settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -25,7 +27,7 @@ hypothesis_settings.register_profile(
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-LAYERS = ["memory", "redis", "pubsub"]
+LAYERS = ["memory", "a2a-memory", "redis", "pubsub"]
 
 
 @pytest.fixture(params=LAYERS)
@@ -35,6 +37,8 @@ async def layer(request: pytest.FixtureRequest) -> AsyncIterator[BaseChannelLaye
     made: BaseChannelLayer
     if request.param == "memory":
         made = InMemoryChannelLayer()
+    elif request.param == "a2a-memory":
+        made = FastInMemoryChannelLayer()
     elif request.param == "redis":
         # capacity: every stream of a process shares one Redis list (see a2a_toolcall.W003)
         made = RedisChannelLayer(hosts=[django_settings.REDIS_HOST], prefix=prefix, capacity=10_000)

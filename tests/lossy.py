@@ -6,7 +6,7 @@ import os
 import random
 from typing import Any
 
-from channels.layers import InMemoryChannelLayer
+from a2a_toolcall.layers import InMemoryChannelLayer
 
 
 class LossyInMemoryChannelLayer(InMemoryChannelLayer):

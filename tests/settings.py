@@ -77,7 +77,9 @@ DATABASES["postgres"] = {
     "USER": "postgres",
     "HOST": "127.0.0.1",
     "PORT": "5432",
-    "TEST": {"NAME": "test_a2a_toolcall"},
+    # One test database per test run: two runs on one machine (CI beside a developer) never
+    # drop each other's.
+    "TEST": {"NAME": f"test_a2a_toolcall_{os.getpid()}"},
 }
 DATABASE_ROUTERS = ["tests.routers.AuditDatabaseRouter"]
 
@@ -89,7 +91,7 @@ REDIS_HOST = {"address": REDIS_URL, "socket_timeout": 30}
 # The default layer is in-memory (the embedded default); the Redis layers are the real
 # thing, used by the bus tests and the worker-process tests. A prefix keeps test keys apart.
 CHANNEL_LAYERS = {
-    "default": {"BACKEND": "channels.layers.InMemoryChannelLayer"},
+    "default": {"BACKEND": "a2a_toolcall.layers.InMemoryChannelLayer"},
     "redis": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {

@@ -162,6 +162,34 @@ async def test_a_task_abandoned_by_its_client_is_complete_afterwards(database: s
     assert answer == "slow: waited 0.3 s; 2*21 = 42."
 
 
+async def test_recording_off_keeps_only_the_task_row(database: str, settings: Any) -> None:
+    settings.A2A_TOOLCALL = {**settings.A2A_TOOLCALL, "RECORD_EVENTS": False}
+    events = await stream("SendStreamingMessage", ask("what is 6*7 and the time in Tokyo"))
+    # The stream is whole: the task, narration, four frames, the answer, COMPLETED.
+    frames = [
+        e["artifactUpdate"]["artifact"]["parts"][0]["data"]["phase"]
+        for e in events
+        if "artifactUpdate" in e and e["artifactUpdate"]["artifact"]["name"] == "tool-call"
+    ]
+    assert frames == ["started", "started", "completed", "completed"]
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    task = await until_finished(events[0]["task"]["id"])
+    assert task.state == "TASK_STATE_COMPLETED" and task.last_seq == len(events)
+    assert task.artifacts[0]["parts"][0]["text"].startswith("6*7 = 42;")
+    assert task.tool_call_count == 2
+    assert await TaskEvent.objects.filter(task=task).acount() == 0
+    assert await ToolCall.objects.filter(task=task).acount() == 0
+    # GetTask answers from the row as usual.
+    response = await AsyncClient().post(
+        "/a2a/",
+        data=rpc("GetTask", {"id": task.id}),
+        content_type="application/json",
+        headers={"A2A-Version": "1.0"},
+    )
+    got = json.loads(response.content)["result"]
+    assert got["status"]["state"] == "TASK_STATE_COMPLETED" and got["artifacts"] == task.artifacts
+
+
 SECRET_ARGS = {
     "query": "weather",
     "password": "hunter2",

@@ -27,6 +27,7 @@ from a2a_toolcall.bus import (
     check_msgpack_safe,
     group_name,
 )
+from a2a_toolcall.layers import InMemoryChannelLayer as FastInMemoryChannelLayer
 
 
 async def memberships(layer: BaseChannelLayer, group: str) -> set[str]:
@@ -231,6 +232,7 @@ async def test_requests_are_point_to_point() -> None:
     # On the in-memory and Redis core layers, one request reaches one receiver.
     for made in (
         InMemoryChannelLayer(),
+        FastInMemoryChannelLayer(),
         RedisChannelLayer(hosts=[settings.REDIS_HOST], prefix=f"p2p-{uuid.uuid4().hex}"),
     ):
         bus = Bus(made, request_layer=made)

@@ -78,6 +78,7 @@ def test_the_test_settings_are_clean() -> None:
         ({"AGENTS": AGENTS, "TYPO": 1}, MEMORY, ["a2a_toolcall.W004"]),
         ({"AGENTS": AGENTS, "REDACT_HOOK": "tests.nowhere.f"}, MEMORY, ["a2a_toolcall.E009"]),
         ({"AGENTS": AGENTS, "REDACT_KEYS": "password"}, MEMORY, ["a2a_toolcall.E010"]),
+        ({"AGENTS": AGENTS, "RECORD_EVENTS": "no"}, MEMORY, ["a2a_toolcall.E011"]),
         (
             {"AGENTS": AGENTS, "REQUEST_CHANNEL_LAYER": "work"},
             {

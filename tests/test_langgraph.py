@@ -145,7 +145,7 @@ def test_large_values_are_cut_with_a_marker_stating_the_size() -> None:
     messages = [AIMessage("", id="a", tool_calls=[call("f", "1", blob=huge)])]
     (frame,) = extract_tool_frames(messages, 0, limit=20)[0]
     assert isinstance(frame, ToolCallStarted)
-    text = json.dumps({"blob": huge})
+    text = json.dumps({"blob": huge}, separators=(",", ":"))  # compact JSON
     assert (
         frame.args
         == text[:20] + f"… [truncated: {len(text)} characters in all, the first 20 shown]"

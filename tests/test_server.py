@@ -122,6 +122,8 @@ class Client:
                 result.keepalives += chunk.count(b": keepalive\n")
                 for event in decoder.feed(chunk):
                     result.events.append((event.id, event.json()))
+                    if stop_after is not None and len(result.events) >= stop_after:
+                        break  # the rest of a chunk is never read: it is lost with the connection
                 if stop_after is not None and len(result.events) >= stop_after:
                     break  # drop the connection, like a client going away
         return result

@@ -158,8 +158,7 @@ async def test_errors_store_and_publish_nothing(
     headers: dict[str, str],
     code: int,
 ) -> None:
-    from channels.layers import InMemoryChannelLayer
-
+    from a2a_toolcall.layers import InMemoryChannelLayer
     from a2a_toolcall.models import Task
 
     await Task.objects.acreate(

@@ -49,6 +49,7 @@ __all__ = [
     "parse_request",
     "request_id_of",
     "success_response",
+    "success_response_json",
 ]
 
 JSONRPC_VERSION: Final = "2.0"
@@ -447,6 +448,11 @@ def success_response(request_id: RequestId, result: BaseModel | Any) -> bytes:
     to_json = getattr(result, "to_json", None)
     body = to_json() if callable(to_json) else _dumps(result).encode()
     return b'{"jsonrpc":"2.0","id":' + _id_json(request_id) + b',"result":' + body + b"}"
+
+
+def success_response_json(request_id: RequestId, result_json: bytes) -> bytes:
+    """A JSON-RPC success response around ``result_json``, JSON text serialised already."""
+    return b'{"jsonrpc":"2.0","id":' + _id_json(request_id) + b',"result":' + result_json + b"}"
 
 
 def error_response(request_id: RequestId, error: A2AError, dialect: Dialect = "1.0") -> bytes:

@@ -83,6 +83,18 @@ def encode_event(
     last event ID. Raises ``ValueError`` if ``id`` or ``event`` contains CR, LF or NUL, or if
     ``retry`` is negative.
     """
+    if (
+        isinstance(data, bytes)
+        and event is None
+        and retry is None
+        and data
+        and b"\n" not in data
+        and b"\r" not in data
+    ):
+        # The hot path: one line of JSON (compact JSON has no raw line breaks).
+        if id is None:
+            return b"data: " + data + b"\n\n"
+        return (_checked_field_line("id", id) + "\ndata: ").encode() + data + b"\n\n"
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     lines: list[str] = []
     if id is not None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
 __all__ = ["TRUNCATION_MARKER", "bound", "jsonable"]
 
@@ -24,7 +23,13 @@ def bound(value: Any, limit: int | None) -> Any:
     data = jsonable(value)
     if limit is None:
         return data
-    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    if isinstance(data, str):
+        text = data
+    else:
+        encoded = to_json(data)
+        if len(encoded) <= limit:  # UTF-8 bytes: never fewer than characters
+            return data
+        text = encoded.decode()
     if len(text) <= limit:
         return data
     return text[:limit] + TRUNCATION_MARKER.format(total=len(text), shown=limit)

@@ -1,0 +1,103 @@
+"""A faster in-memory channel layer for the bus (one process, no Redis).
+
+``channels.layers.InMemoryChannelLayer`` deep-copies every message, walks every channel and
+every group membership to expire old ones on every ``send``, ``receive`` and ``group_send``,
+and starts an asyncio task per group member for each ``group_send``. With a few dozen open
+streams that is most of the cost of a tool frame (docs/benchmarks.md). This subclass keeps its
+semantics (capacity, message expiry, group expiry, ``ChannelFull``) and drops that cost:
+
+- messages are passed by reference, not copied: neither the sender nor a receiver may change a
+  message after sending or receiving it. The bus never does (envelopes are built fresh for
+  every publish and only read); code of your own on the same layer must not either;
+- expired messages and group memberships are swept at most once per ``sweep_interval`` seconds
+  (default 1 s) instead of on every call;
+- ``group_send`` puts the message on each member's queue directly;
+- ``receive_nowait(channel)`` takes a waiting message without a task (the bus uses it).
+
+Use it as the layer's ``BACKEND``::
+
+    CHANNEL_LAYERS = {"default": {"BACKEND": "a2a_toolcall.layers.InMemoryChannelLayer"}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from channels.exceptions import ChannelFull
+from channels.layers import InMemoryChannelLayer as _StockInMemoryChannelLayer
+
+__all__ = ["InMemoryChannelLayer"]
+
+
+class InMemoryChannelLayer(_StockInMemoryChannelLayer):
+    """``channels.layers.InMemoryChannelLayer`` without per-message copies and sweeps."""
+
+    def __init__(self, *args: Any, sweep_interval: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sweep_interval = sweep_interval
+        self._next_sweep = 0.0
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_sweep:
+            self._next_sweep = now + self.sweep_interval
+            self._clean_expired()  # type: ignore[attr-defined]
+
+    def _put(self, channel: str, message: dict[str, Any]) -> None:
+        queue = self.channels.get(channel)
+        if queue is None:
+            queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
+        try:
+            queue.put_nowait((time.time() + self.expiry, message))
+        except asyncio.QueueFull:
+            raise ChannelFull(channel) from None
+
+    async def send(self, channel: str, message: dict[str, Any]) -> None:
+        """Put ``message`` (not a copy) on ``channel``."""
+        assert isinstance(message, dict), "message is not a dict"
+        self.require_valid_channel_name(channel)
+        assert "__asgi_channel__" not in message
+        self._sweep()
+        self._put(channel, message)
+
+    async def receive(self, channel: str) -> dict[str, Any]:
+        """The next message on ``channel``."""
+        self.require_valid_channel_name(channel)
+        self._sweep()
+        queue = self.channels.get(channel)
+        if queue is None:
+            queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
+        try:
+            _, message = await queue.get()
+        finally:
+            if queue.empty() and self.channels.get(channel) is queue:
+                del self.channels[channel]
+        return message
+
+    def receive_nowait(self, channel: str) -> dict[str, Any] | None:
+        """The next message on ``channel`` if one is waiting, else None (never blocks).
+
+        Not part of the channel layer API: the bus uses it, when a layer has it, to take
+        waiting messages without starting a receive task for each.
+        """
+        self._sweep()
+        queue = self.channels.get(channel)
+        if queue is None or queue.empty():
+            return None
+        _, message = queue.get_nowait()
+        if queue.empty():
+            del self.channels[channel]
+        return message
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        """Put ``message`` on the queue of every member of ``group`` (full ones drop it)."""
+        assert isinstance(message, dict), "Message is not a dict"
+        self.require_valid_group_name(group)
+        self._sweep()
+        for channel in list(self.groups.get(group, ())):
+            try:
+                self._put(channel, message)
+            except ChannelFull:  # as the stock layer: a full member misses the message
+                continue

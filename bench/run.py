@@ -1,0 +1,551 @@
+"""The benchmark: this app beside the official a2a-sdk server and a raw ASGI ceiling, in one run.
+
+Starts every target server pinned to one core, drives them from this process pinned to the other
+with ``bench.load`` (every stream verified), interleaving the repetitions so drift hits every
+target alike, and measures each server's CPU from /proc. Then, per target, the memory and
+threads that idle open streams cost (``bench hold=<S>``). Writes ``docs/benchmarks.json`` and
+the results table in ``docs/benchmarks.md``.
+
+    python -m bench.run                      # the full run (about 15 minutes)
+    python -m bench.run --smoke --out /tmp/b  # seconds: every target, tiny load
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+from bench.load import LoadError, open_held, run_load
+
+ROOT = Path(__file__).resolve().parent.parent
+CLOCK_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+PAGE_KIB = os.sysconf("SC_PAGE_SIZE") / 1024
+MARK_START, MARK_END = "<!-- results -->", "<!-- /results -->"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# --- what /proc says about a process ------------------------------------------------------------
+
+
+def cpu_ms(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), in ms."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * CLOCK_TICK_MS
+
+
+def rss_kib(pid: int) -> float:
+    """Resident memory of a process, in KiB."""
+    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_KIB
+
+
+def threads(pid: int) -> int:
+    """Number of threads of a process."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no Threads line for {pid}")
+
+
+# --- targets ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """A server to measure: how to start it and what its processes are."""
+
+    name: str
+    label: str
+    kind: str  # "app", "sdk", "raw"
+    server: str  # "daphne", "uvicorn"
+    env: dict[str, str] = field(default_factory=dict)
+    workers: int = 0
+    postgres: bool = False
+    port: int = 0
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    database: str = ""
+    logs: list[Path] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def endpoint(self) -> str:
+        return self.base + "/a2a/"
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes]
+
+    def cpu_ms(self) -> float:
+        return sum(cpu_ms(pid) for pid in self.pids)
+
+    def rss_kib(self) -> float:
+        return sum(rss_kib(pid) for pid in self.pids)
+
+    def threads(self) -> int:
+        return sum(threads(pid) for pid in self.pids)
+
+
+def targets(names: list[str] | None) -> list[Target]:
+    app = {
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "A2A_DEMO_AGENT": "bench",
+        "DJANGO_DEBUG": "0",
+    }
+    every = [
+        Target("app-daphne", "a2a-toolcall, daphne", "app", "daphne", dict(app)),
+        Target("app-uvicorn", "a2a-toolcall, uvicorn", "app", "uvicorn", dict(app)),
+        Target(
+            "app-daphne-norec",
+            "a2a-toolcall, daphne, recording off",
+            "app",
+            "daphne",
+            {**app, "A2A_DEMO_RECORD_EVENTS": "0"},
+        ),
+        Target(
+            "app-redis-pg",
+            "a2a-toolcall, daphne + 1 worker, Redis + PostgreSQL",
+            "app",
+            "daphne",
+            {**app, "A2A_DEMO_REDIS": "redis://127.0.0.1:6379/0"},
+            workers=1,
+            postgres=True,
+        ),
+        Target("sdk", "official a2a-sdk 1.3.0, uvicorn", "sdk", "uvicorn"),
+        Target("raw", "raw ASGI ceiling, uvicorn", "raw", "uvicorn"),
+    ]
+    if not names:
+        return every
+    known = {t.name: t for t in every}
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        raise SystemExit(f"unknown targets {unknown}; known: {sorted(known)}")
+    return [known[n] for n in names]
+
+
+def _pin(core: int | None) -> Any:
+    def setup() -> None:
+        if core is not None:
+            os.sched_setaffinity(0, {core})
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 16384)), hard))
+
+    return setup
+
+
+def start(target: Target, workdir: Path, core: int | None) -> None:
+    """Start the target's processes and wait until it answers."""
+    target.port = free_port()
+    target.logs = []
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **target.env}
+    if target.kind == "app":
+        if target.postgres:
+            target.database = f"a2a_bench_{uuid.uuid4().hex[:8]}"
+            with psycopg.connect("host=127.0.0.1 user=postgres dbname=test", autocommit=True) as db:
+                db.execute(f'CREATE DATABASE "{target.database}"')
+            env["A2A_DEMO_POSTGRES"] = target.database
+            env["A2A_DEMO_REDIS_PREFIX"] = f"a2a-bench-{uuid.uuid4().hex[:8]}"
+        else:
+            env["DATABASE_PATH"] = str(workdir / f"{target.name}.sqlite3")
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0", "--skip-checks"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+        )
+        if target.server == "daphne":
+            server = [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(target.port),
+                "project.asgi:application",
+            ]
+        else:
+            server = [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--port",
+                str(target.port),
+                "--lifespan",
+                "off",
+                "--no-access-log",
+                "--log-level",
+                "warning",
+                "project.asgi:application",
+            ]
+    elif target.kind == "sdk":
+        server = [sys.executable, "-m", "bench.sdk_server", "--port", str(target.port)]
+    else:
+        server = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--port",
+            str(target.port),
+            "--no-access-log",
+            "--log-level",
+            "warning",
+            "bench.raw_asgi:app",
+        ]
+    commands = [server] + [
+        [sys.executable, "manage.py", "a2a_worker", "--layer", "default"]
+    ] * target.workers
+    for i, command in enumerate(commands):
+        log = workdir / f"{target.name}-{i}.log"
+        target.logs.append(log)
+        with log.open("ab") as out:
+            target.processes.append(
+                subprocess.Popen(
+                    command, cwd=ROOT, env=env, stdout=out, stderr=out, preexec_fn=_pin(core)
+                )
+            )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for process, log in zip(target.processes, target.logs, strict=True):
+            if process.poll() is not None:
+                raise RuntimeError(f"{target.name} exited:\n{log.read_text()[-3000:]}")
+        with contextlib.suppress(httpx.HTTPError):
+            if (
+                httpx.get(target.base + "/.well-known/agent-card.json", timeout=2).status_code
+                == 200
+            ):
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"{target.name} did not come up:\n{target.logs[0].read_text()[-3000:]}")
+
+
+def stop(target: Target) -> None:
+    for process in target.processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in target.processes:
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+    target.processes.clear()
+    if target.database:
+        with psycopg.connect("host=127.0.0.1 user=postgres dbname=test", autocommit=True) as db:
+            db.execute(f'DROP DATABASE IF EXISTS "{target.database}" WITH (FORCE)')
+        target.database = ""
+
+
+@contextlib.contextmanager
+def running(chosen: list[Target], workdir: Path, core: int | None) -> Iterator[None]:
+    try:
+        for target in chosen:
+            start(target, workdir, core)
+        yield
+    finally:
+        for target in chosen:
+            stop(target)
+
+
+# --- the measurements ---------------------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    concurrency: int
+    tasks: int
+    k: int
+    pad: int
+    reps: int
+    c1_tasks: int
+    hold: list[int]
+    hold_seconds: float
+    fresh_for_hold: bool = True
+
+
+async def load_on(target: Target, **kwargs: Any) -> Any:
+    """``run_load`` against ``target``; a broken stream names the target."""
+    try:
+        return await run_load(target.endpoint, **kwargs)
+    except LoadError as exc:
+        raise LoadError(f"{target.name}: {exc}") from exc
+
+
+async def measure_load(target: Target, cfg: Config, concurrency: int, tasks: int) -> dict[str, Any]:
+    before = target.cpu_ms()
+    result = await load_on(target, concurrency=concurrency, tasks=tasks, k=cfg.k, pad=cfg.pad)
+    used = target.cpu_ms() - before
+    figures = result.figures()
+    figures["cpu_ms_per_1000_frames"] = used / result.frames * 1000
+    figures["cpu_ms"] = used
+    figures["frames"] = result.frames
+    figures["wall_s"] = result.wall_s
+    return figures
+
+
+async def measure_hold(target: Target, streams: int, hold: float) -> dict[str, float]:
+    await asyncio.sleep(0.5)
+    rss0, threads0 = target.rss_kib(), target.threads()
+    handle = await open_held(target.endpoint, streams, hold)
+    try:
+        await asyncio.sleep(1.0)  # let allocations settle
+        rss1, threads1 = target.rss_kib(), target.threads()
+    finally:
+        await handle.close()
+    return {
+        "streams": streams,
+        "rss_base_kib": rss0,
+        "rss_kib": rss1,
+        "rss_per_stream_kib": (rss1 - rss0) / streams,
+        "threads_base": threads0,
+        "threads": threads1,
+        "threads_per_stream": (threads1 - threads0) / streams,
+    }
+
+
+async def hold_once(target: Target, streams: int, cfg: Config) -> dict[str, float]:
+    figures = await measure_hold(target, streams, cfg.hold_seconds)
+    print(
+        f"  hold {streams} {target.name}: {figures['rss_per_stream_kib']:.1f} KiB and "
+        f"{figures['threads_per_stream']:.2f} threads per stream",
+        flush=True,
+    )
+    return figures
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+async def run(
+    chosen: list[Target], cfg: Config, workdir: Path, cores: tuple[int, int] | None
+) -> dict[str, Any]:
+    server_core = cores[0] if cores else None
+    load: dict[str, list[dict[str, Any]]] = {t.name: [] for t in chosen}
+    single: dict[str, list[dict[str, Any]]] = {t.name: [] for t in chosen}
+    with running(chosen, workdir, server_core):
+        for target in chosen:  # warm up: imports, connections, caches
+            await load_on(target, concurrency=4, tasks=8, k=cfg.k, pad=cfg.pad)
+        for rep in range(cfg.reps):
+            order = chosen[rep % len(chosen) :] + chosen[: rep % len(chosen)]
+            for target in order:
+                figures = await measure_load(target, cfg, cfg.concurrency, cfg.tasks)
+                load[target.name].append(figures)
+                print(
+                    f"  rep {rep + 1} {target.name}: {figures['frames_per_s']:.0f} frames/s, "
+                    f"{figures['cpu_ms_per_1000_frames']:.0f} CPU ms/1k frames",
+                    flush=True,
+                )
+            for target in order:
+                figures = await measure_load(target, cfg, 1, cfg.c1_tasks)
+                single[target.name].append(figures)
+        held: dict[str, list[dict[str, float]]] = {t.name: [] for t in chosen}
+        if not cfg.fresh_for_hold:  # the smoke run: the same servers
+            for streams in cfg.hold:
+                for target in chosen:
+                    held[target.name].append(await hold_once(target, streams, cfg))
+    for streams in cfg.hold if cfg.fresh_for_hold else ():
+        for target in chosen:
+            # A fresh server per measurement: its RSS grows from the same start each time.
+            with running([target], workdir, server_core):
+                await load_on(target, concurrency=2, tasks=4, k=2, pad=cfg.pad)
+                held[target.name].append(await hold_once(target, streams, cfg))
+    out: dict[str, Any] = {"targets": {}}
+    for target in chosen:
+        keys = load[target.name][0].keys()
+        out["targets"][target.name] = {
+            "label": target.label,
+            "load": {key: summary([r[key] for r in load[target.name]]) for key in keys},
+            "c1": {key: summary([r[key] for r in single[target.name]]) for key in keys},
+            "hold": held[target.name],
+            "runs": {"load": load[target.name], "c1": single[target.name]},
+        }
+    return out
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+def environment(cfg: Config, cores: tuple[int, int] | None) -> dict[str, Any]:
+    import daphne
+    import django
+    import uvicorn
+
+    try:
+        from importlib.metadata import version
+
+        sdk = version("a2a-sdk")
+    except Exception:
+        sdk = "?"
+    loop = "uvloop" if _importable("uvloop") else "asyncio"
+    http = "httptools" if _importable("httptools") else "h11"
+    return {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "python": platform.python_version(),
+        "django": django.get_version(),
+        "daphne": daphne.__version__,
+        "uvicorn": f"{uvicorn.__version__} ({loop}, {http})",
+        "a2a_sdk": sdk,
+        "cpus": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "pinning": f"servers on core {cores[0]}, client on core {cores[1]}" if cores else "none",
+        "config": cfg.__dict__,
+    }
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def _cell(summary_: dict[str, float], digits: int = 0) -> str:
+    low, mid, high = (f"{summary_[key]:.{digits}f}" for key in ("min", "median", "max"))
+    return f"{mid} ({low}-{high})"
+
+
+def table(report: dict[str, Any]) -> str:
+    env = report["environment"]
+    cfg = env["config"]
+    lines = [
+        f"Run {env['when']} on {env['cpus']} CPUs ({env['cpu_model']}), {env['pinning']}; "
+        f"Python {env['python']}, Django {env['django']}, daphne {env['daphne']}, uvicorn "
+        f"{env['uvicorn']}, a2a-sdk {env['a2a_sdk']}.",
+        "",
+        f"Load: C={cfg['concurrency']} concurrent streams, N={cfg['tasks']} tasks, "
+        f"K={cfg['k']} tool calls per task (2K frames), P={cfg['pad']}; {cfg['reps']} "
+        "interleaved repetitions, median (min-max). First event at C=1 over "
+        f"{cfg['c1_tasks']} tasks.",
+        "",
+        "| target | frames/s | tasks/s | CPU ms per 1,000 frames | first event p50 / p99 ms "
+        "| task p50 / p99 ms | emit->receive p50 / p99 ms | first event p50 ms, C=1 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for t in report["targets"].values():
+        ld, c1 = t["load"], t["c1"]
+        lines.append(
+            f"| {t['label']} | {_cell(ld['frames_per_s'])} | {_cell(ld['tasks_per_s'], 1)} "
+            f"| {_cell(ld['cpu_ms_per_1000_frames'])} "
+            f"| {ld['first_event_p50_ms']['median']:.1f} / "
+            f"{ld['first_event_p99_ms']['median']:.1f} "
+            f"| {ld['task_p50_ms']['median']:.0f} / {ld['task_p99_ms']['median']:.0f} "
+            f"| {ld['emit_to_receive_p50_ms']['median']:.1f} / "
+            f"{ld['emit_to_receive_p99_ms']['median']:.1f} "
+            f"| {_cell(c1['first_event_p50_ms'], 1)} |"
+        )
+    lines += [
+        "",
+        f"Idle open streams (`bench hold={cfg['hold_seconds']:g}`), growth of the server "
+        "processes' RSS and threads once every stream is open, per stream:",
+        "",
+        "| target | " + " | ".join(f"{s} streams: KiB, threads" for s in cfg["hold"]) + " |",
+        "|---|" + "---|" * len(cfg["hold"]),
+    ]
+    for t in report["targets"].values():
+        cells = [f"{h['rss_per_stream_kib']:.1f}, {h['threads_per_stream']:.2f}" for h in t["hold"]]
+        lines.append(f"| {t['label']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write(report: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    doc = out.with_suffix(".md")
+    block = f"{MARK_START}\n{table(report)}\n{MARK_END}"
+    if doc.exists() and MARK_START in doc.read_text():
+        text = doc.read_text()
+        head, rest = text.split(MARK_START, 1)
+        tail = rest.split(MARK_END, 1)[1]
+        doc.write_text(head + block + tail)
+    else:
+        doc.write_text(f"# Benchmarks\n\n{block}\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--targets", nargs="*", help="default: all")
+    parser.add_argument("--concurrency", "-c", type=int, default=32)
+    parser.add_argument("--tasks", "-n", type=int, default=200)
+    parser.add_argument("-k", type=int, default=50)
+    parser.add_argument("--pad", "-p", type=int, default=200)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--c1-tasks", type=int, default=50)
+    parser.add_argument("--hold", default="200,1000", help="stream counts, comma-separated")
+    parser.add_argument("--hold-seconds", type=float, default=60)
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "docs" / "benchmarks", help="path without suffix"
+    )
+    parser.add_argument("--smoke", action="store_true", help="tiny figures, every check: seconds")
+    args = parser.parse_args()
+    if args.smoke:
+        cfg = Config(2, 4, 3, 10, 1, 2, [5], 3, fresh_for_hold=False)
+    else:
+        cfg = Config(
+            args.concurrency,
+            args.tasks,
+            args.k,
+            args.pad,
+            args.reps,
+            args.c1_tasks,
+            [int(s) for s in args.hold.split(",") if s],
+            args.hold_seconds,
+        )
+    cores = (0, 1) if len(os.sched_getaffinity(0)) >= 2 else None
+    if cores:
+        os.sched_setaffinity(0, {cores[1]})
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 16384)), hard))
+    chosen = targets(args.targets)
+    workdir = Path(tempfile.mkdtemp(prefix="a2a-bench-"))
+    try:
+        report = asyncio.run(run(chosen, cfg, workdir, cores))
+    except LoadError as exc:
+        raise SystemExit(f"the run is void, a stream broke the workload's contract: {exc}") from exc
+    finally:
+        keep = os.environ.get("A2A_BENCH_KEEP_LOGS") == "1"
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    report["environment"] = environment(cfg, cores)
+    write(report, args.out)
+    print(table(report))
+
+
+if __name__ == "__main__":
+    main()
