@@ -161,6 +161,9 @@ def check_msgpack_safe(value: Any, path: str = "payload") -> None:
     the Redis layers cannot pack them. The in-memory layer accepts anything, so this check
     runs on every layer: a test on the in-memory layer fails where Redis would.
     """
+    with contextlib.suppress(RecursionError):  # very deep values: the walk below decides
+        if _msgpack_safe(value):
+            return  # the common case, without building a path for every value
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         item, where = stack.pop()
@@ -189,6 +192,19 @@ def check_msgpack_safe(value: Any, path: str = "payload") -> None:
             else ("; convert it to a str, int or float first")
         )
         raise BusPayloadError(f"{where}: {kind.__name__} is not msgpack-safe{hint}")
+
+
+def _msgpack_safe(value: Any) -> bool:
+    kind = type(value)
+    if kind is str or kind is float or kind is bool or value is None or kind is bytes:
+        return True
+    if kind is int:
+        return bool(_INT_MIN <= value <= _UINT_MAX)
+    if kind is dict:
+        return all(type(k) is str and _msgpack_safe(v) for k, v in value.items())
+    if kind is list:
+        return all(_msgpack_safe(v) for v in value)
+    return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,8 +150,7 @@ def emit_tool_call(
         if isinstance(frame, ToolCallStarted | ToolCallCompleted | ToolCallFailed)
         else frame_from_wire(frame)
     )
-    # The frame is already validated JSON: skip re-validating it as Part.data.
-    return Part.model_construct(
+    return Part(
         data=valid.to_wire(),
         metadata={"mimeType": TOOL_CALL_V1_MIME_TYPE},
         media_type=JSON_MEDIA_TYPE,

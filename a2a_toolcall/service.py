@@ -12,7 +12,7 @@ import asyncio
 import collections
 import contextlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
@@ -55,6 +55,8 @@ class Started:
     after_seq: int
     snapshot: Task | None
     """The task to send first when the stream does not start at the task's creation."""
+    dispatch: Callable[[], Awaitable[None]] | None = None
+    """With ``send(..., dispatch=False)``: sends the work to the runtime (call it once)."""
 
 
 class EventFeed:
@@ -143,8 +145,15 @@ class TaskService:
 
     # --- sending -----------------------------------------------------------------------------
 
-    async def send(self, request: SendMessageRequest, *, agent: str) -> Started:
-        """Start a task for a new message, or deliver the answer to a task waiting for input."""
+    async def send(
+        self, request: SendMessageRequest, *, agent: str, dispatch: bool = True
+    ) -> Started:
+        """Start a task for a new message, or deliver the answer to a task waiting for input.
+
+        ``dispatch=False``: the new task is stored and recorded, but its work goes to the
+        runtime only when the caller calls ``Started.dispatch`` (a stream does once its first
+        event is out, so the agent's own work does not delay it).
+        """
         message = request.message
         if message.task_id:
             return await self._continue(message)
@@ -172,13 +181,18 @@ class TaskService:
             self.bus, store.snapshot(row), agent=agent, stream=stream, emitted_at=now
         )
         await recorder.begin()  # subscribed to the task's groups before the work goes out
-        ensure_in_process_runtime()
-        await self.bus.send_request(
-            build_request(
-                task_id, message, agent=agent, context_id=context_id, metadata=request.metadata
-            )
+        work = build_request(
+            task_id, message, agent=agent, context_id=context_id, metadata=request.metadata
         )
-        return Started(task_id=task_id, after_seq=0, snapshot=None)
+
+        async def send_work() -> None:
+            ensure_in_process_runtime()
+            await self.bus.send_request(work)
+
+        if dispatch:
+            await send_work()
+            return Started(task_id=task_id, after_seq=0, snapshot=None)
+        return Started(task_id=task_id, after_seq=0, snapshot=None, dispatch=send_work)
 
     async def _continue(self, message: Message) -> Started:
         assert message.task_id is not None

@@ -39,6 +39,7 @@ from a2a_toolcall.protocol.models import (
     Task,
 )
 from a2a_toolcall.protocol.sse import encode_comment, encode_event
+from a2a_toolcall.recorder import start_in_background
 from a2a_toolcall.service import TaskService, ends_stream
 from a2a_toolcall.store import LoggedEvent
 
@@ -338,9 +339,11 @@ async def send_streaming_message(call: Call) -> HttpResponseBase:
     params: SendMessageRequest = _params(SendMessageRequest, call)
     _check_message(params)
     service = _service()
-    started = await service.send(params, agent=default_agent_name())
+    started = await service.send(params, agent=default_agent_name(), dispatch=False)
     first = [StreamResponse(task=started.snapshot)] if started.snapshot is not None else []
-    return _stream(call, service, started.task_id, started.after_seq, first)
+    return _stream(
+        call, service, started.task_id, started.after_seq, first, dispatch=started.dispatch
+    )
 
 
 def _check_message(params: SendMessageRequest) -> None:
@@ -473,31 +476,54 @@ def _stream(
     task_id: str,
     after_seq: int,
     first: list[StreamResponse],
+    *,
+    dispatch: Callable[[], Awaitable[None]] | None = None,
 ) -> StreamingHttpResponse:
     keepalive = float(get_setting("KEEPALIVE_INTERVAL"))
+    undispatched = [dispatch] if dispatch is not None else []
+    settled = False
 
-    async def events() -> AsyncIterator[bytes]:
-        for response in first:
-            yield _frame(call, None, response)
-        # The stream may stay open for long: give the database connection and the request's
-        # thread back first.
+    async def send_work() -> None:
+        if undispatched:
+            await undispatched.pop()()
+
+    async def settle() -> None:
+        # Once the first event is out (nothing delays it): the stream may stay open for long,
+        # so give the database connection and the request's thread back, then let the agent
+        # start working.
+        nonlocal settled
+        settled = True
         await sync_to_async(connections.close_all)()
         _release_request_thread()
-        async with service.feed(task_id, after_seq) as feed:
-            while True:
-                event = await feed.next(timeout=keepalive)
-                if event is None:
-                    yield KEEPALIVE
-                    continue
-                # Events that are already waiting go out in one write (one send, one syscall)
-                # rather than one each; a lone event is not held back.
-                chunk = [_logged_frame(call, event)]
-                while not ends_stream(event.response) and (ready := feed.ready()) is not None:
-                    event = ready
-                    chunk.append(_logged_frame(call, event))
-                yield chunk[0] if len(chunk) == 1 else b"".join(chunk)
-                if ends_stream(event.response):
-                    return
+        await send_work()
+
+    async def events() -> AsyncIterator[bytes]:
+        try:
+            for response in first:
+                yield _frame(call, None, response)
+            if first:
+                await settle()
+            async with service.feed(task_id, after_seq) as feed:
+                while True:
+                    event = await feed.next(timeout=keepalive)
+                    if event is None:
+                        yield KEEPALIVE
+                        continue
+                    # Events that are already waiting go out in one write (one send, one
+                    # syscall) rather than one each; a lone event is not held back.
+                    chunk = [_logged_frame(call, event)]
+                    while not ends_stream(event.response) and (ready := feed.ready()) is not None:
+                        event = ready
+                        chunk.append(_logged_frame(call, event))
+                    yield chunk[0] if len(chunk) == 1 else b"".join(chunk)
+                    if not settled:
+                        await settle()
+                    if ends_stream(event.response):
+                        return
+        finally:
+            if undispatched:
+                # The client went away before its first event: the task runs all the same.
+                start_in_background(send_work())
 
     response = StreamingHttpResponse(events(), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
