@@ -390,15 +390,35 @@ class Bus:
         return TaskPublisher(self, cid, first_seq=first_seq)
 
 
+PUBLISH_WINDOW: Final = 256
+"""Unacknowledged envelopes a task's publisher sends before it waits (consumers ack every 64)."""
+PUBLISH_WINDOW_WAIT: Final = 5.0
+"""Seconds a publisher waits for an acknowledgement before it sends anyway."""
+
+
 class TaskPublisher:
     """Publishes the envelopes of one task with consecutive ``seq`` numbers, and can resend them.
 
     Publishing is serialised by a lock so that ``seq`` order is emission order even when several
     coroutines of one task (parallel tools) publish at once. Every envelope is kept until a
     consumer acknowledges it (:meth:`acknowledge`), so a gap can be filled (:meth:`resend`).
+
+    Flow control: with ``window`` envelopes unacknowledged, :meth:`publish` waits for an
+    acknowledgement (at most ``window_wait`` seconds) before it sends more. An agent can then
+    never outrun its consumer by more than a window: on a Redis layer, a producer faster than
+    the consuming process would otherwise fill the channel past its capacity, Redis would drop
+    messages, and the resends would add to the flood.
     """
 
-    def __init__(self, bus: Bus, cid: str, *, first_seq: int = 1) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        cid: str,
+        *,
+        first_seq: int = 1,
+        window: int | None = PUBLISH_WINDOW,
+        window_wait: float = PUBLISH_WINDOW_WAIT,
+    ) -> None:
         group_name(TOPIC_RESPONSE, cid)  # validate the cid once, up front
         self.bus = bus
         self.cid = cid
@@ -406,9 +426,20 @@ class TaskPublisher:
         self._lock = asyncio.Lock()
         self.last_seq = first_seq - 1
         self._outbox: collections.deque[Envelope] = collections.deque()
+        self.window = window
+        self.window_wait = window_wait
+        self._room = asyncio.Event()
+        self._room.set()
 
     async def publish(self, topic: str, payload: dict[str, Any]) -> Envelope:
         """Publish the next envelope of this task."""
+        if self.window is not None and len(self._outbox) >= self.window:
+            self._room.clear()
+            with contextlib.suppress(TimeoutError):
+                # No acknowledgement in time (a consumer that is gone, or that never acks):
+                # go on; the consumer's side detects what is missing.
+                async with asyncio.timeout(self.window_wait):
+                    await self._room.wait()
         async with self._lock:
             seq = next(self._seq)
             try:
@@ -442,6 +473,8 @@ class TaskPublisher:
         """Forget the envelopes up to ``seq``: a consumer has them."""
         while self._outbox and self._outbox[0].seq <= seq:
             self._outbox.popleft()
+        if self.window is None or len(self._outbox) < self.window:
+            self._room.set()
 
     @property
     def kept(self) -> int:

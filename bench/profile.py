@@ -27,7 +27,9 @@ from bench.load import run_load
 from bench.run import ROOT, running, targets
 
 MARK_START, MARK_END = "<!-- profile -->", "<!-- /profile -->"
-IDLE = re.compile(r"^(select|poll|epoll|_worker|wait|Condition\.wait|Event\.wait) \(")
+IDLE = re.compile(
+    r"^(select|poll|epoll|EpollSelector\.select|_worker|wait|Condition\.wait|Event\.wait) \("
+)
 
 
 def thread_kind(name: str) -> str:
@@ -139,7 +141,7 @@ async def profile(args: argparse.Namespace, pyspy: str, workdir: Path) -> tuple[
     with running([target], workdir, cores[0] if cores else None):
         await run_load(target.endpoint, concurrency=8, tasks=32, k=args.k, pad=args.pad)
         sampler = await asyncio.create_subprocess_exec(
-            *(pyspy, "record", "-p", str(target.pids[0]), "-f", "raw", "--threads"),
+            *(pyspy, "record", "-p", str(target.pids[args.process]), "-f", "raw", "--threads"),
             *("-r", str(args.rate), "-o", str(raw), "--nonblocking"),
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
@@ -169,6 +171,9 @@ def main() -> None:
     parser.add_argument("-k", type=int, default=50)
     parser.add_argument("--pad", "-p", type=int, default=200)
     parser.add_argument("--rate", type=int, default=200, help="samples per second")
+    parser.add_argument(
+        "--process", type=int, default=0, help="0: the server; 1: its first a2a_worker"
+    )
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--write", action="store_true", help="into docs/benchmarks.md")
     args = parser.parse_args()

@@ -351,13 +351,31 @@ async def run(
     server_core = cores[0] if cores else None
     load: dict[str, list[dict[str, Any]]] = {t.name: [] for t in chosen}
     single: dict[str, list[dict[str, Any]]] = {t.name: [] for t in chosen}
+    # A target whose stream breaks the workload's contract is void: no figures of it are
+    # reported, the run goes on with the others and ends with a failure status.
+    void: dict[str, str] = {}
+
+    async def verified(target: Target, measurement: Any) -> Any:
+        try:
+            return await measurement
+        except LoadError as exc:
+            void[target.name] = str(exc)
+            print(f"  {target.name} is void: {exc}", flush=True)
+            return None
+
     with running(chosen, workdir, server_core):
         for target in chosen:  # warm up: imports, connections, caches
-            await load_on(target, concurrency=4, tasks=8, k=cfg.k, pad=cfg.pad)
+            await verified(target, load_on(target, concurrency=4, tasks=8, k=cfg.k, pad=cfg.pad))
         for rep in range(cfg.reps):
             order = chosen[rep % len(chosen) :] + chosen[: rep % len(chosen)]
             for target in order:
-                figures = await measure_load(target, cfg, cfg.concurrency, cfg.tasks)
+                if target.name in void:
+                    continue
+                figures = await verified(
+                    target, measure_load(target, cfg, cfg.concurrency, cfg.tasks)
+                )
+                if figures is None:
+                    continue
                 load[target.name].append(figures)
                 print(
                     f"  rep {rep + 1} {target.name}: {figures['frames_per_s']:.0f} frames/s, "
@@ -365,21 +383,29 @@ async def run(
                     flush=True,
                 )
             for target in order:
-                figures = await measure_load(target, cfg, 1, cfg.c1_tasks)
-                single[target.name].append(figures)
+                if target.name not in void:
+                    figures = await verified(target, measure_load(target, cfg, 1, cfg.c1_tasks))
+                    if figures is not None:
+                        single[target.name].append(figures)
         held: dict[str, list[dict[str, float]]] = {t.name: [] for t in chosen}
         if not cfg.fresh_for_hold:  # the smoke run: the same servers
             for streams in cfg.hold:
                 for target in chosen:
-                    held[target.name].append(await hold_once(target, streams, cfg))
+                    if target.name not in void:
+                        held[target.name].append(await hold_once(target, streams, cfg))
     for streams in cfg.hold if cfg.fresh_for_hold else ():
         for target in chosen:
+            if target.name in void:
+                continue
             # A fresh server per measurement: its RSS grows from the same start each time.
             with running([target], workdir, server_core):
                 await load_on(target, concurrency=2, tasks=4, k=2, pad=cfg.pad)
                 held[target.name].append(await hold_once(target, streams, cfg))
-    out: dict[str, Any] = {"targets": {}}
+    out: dict[str, Any] = {"targets": {}, "void": void}
     for target in chosen:
+        if target.name in void:
+            out["targets"][target.name] = {"label": target.label, "void": void[target.name]}
+            continue
         keys = load[target.name][0].keys()
         out["targets"][target.name] = {
             "label": target.label,
@@ -457,6 +483,9 @@ def table(report: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for t in report["targets"].values():
+        if "void" in t:
+            lines.append(f"| {t['label']} | void: {t['void'][:160]} |" + " |" * 6)
+            continue
         ld, c1 = t["load"], t["c1"]
         lines.append(
             f"| {t['label']} | {_cell(ld['frames_per_s'])} | {_cell(ld['tasks_per_s'], 1)} "
@@ -477,6 +506,8 @@ def table(report: dict[str, Any]) -> str:
         "|---|" + "---|" * len(cfg["hold"]),
     ]
     for t in report["targets"].values():
+        if "void" in t:
+            continue
         cells = [f"{h['rss_per_stream_kib']:.1f}, {h['threads_per_stream']:.2f}" for h in t["hold"]]
         lines.append(f"| {t['label']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -545,6 +576,8 @@ def main() -> None:
     report["environment"] = environment(cfg, cores)
     write(report, args.out)
     print(table(report))
+    if report["void"]:
+        raise SystemExit(f"void targets (a stream broke the workload's contract): {report['void']}")
 
 
 if __name__ == "__main__":
