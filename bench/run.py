@@ -400,7 +400,12 @@ async def run(
             # A fresh server per measurement: its RSS grows from the same start each time.
             with running([target], workdir, server_core):
                 await load_on(target, concurrency=2, tasks=4, k=2, pad=cfg.pad)
-                held[target.name].append(await hold_once(target, streams, cfg))
+                try:
+                    held[target.name].append(await hold_once(target, streams, cfg))
+                except LoadError as exc:
+                    void[f"{target.name} hold {streams}"] = str(exc)
+                    print(f"  {target.name} hold {streams} is void: {exc}", flush=True)
+                    held[target.name].append({"streams": streams, "void": str(exc)})
     out: dict[str, Any] = {"targets": {}, "void": void}
     for target in chosen:
         if target.name in void:
@@ -508,7 +513,12 @@ def table(report: dict[str, Any]) -> str:
     for t in report["targets"].values():
         if "void" in t:
             continue
-        cells = [f"{h['rss_per_stream_kib']:.1f}, {h['threads_per_stream']:.2f}" for h in t["hold"]]
+        cells = [
+            "void"
+            if "void" in h
+            else f"{h['rss_per_stream_kib']:.1f}, {h['threads_per_stream']:.2f}"
+            for h in t["hold"]
+        ]
         lines.append(f"| {t['label']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

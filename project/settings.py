@@ -108,7 +108,7 @@ if os.environ.get("A2A_DEMO_REDIS"):
 
 # The agent this site serves (a2a_toolcall reads everything from this one dict; see
 # docs/settings.md for every key and its default).
-A2A_TOOLCALL = {
+A2A_TOOLCALL: dict[str, Any] = {
     "AGENTS": {
         # A LangGraph ReAct agent with an offline planner model (project/langgraph_agent.py).
         "assistant": "project.langgraph_agent.assistant",
@@ -132,6 +132,8 @@ if os.environ.get("A2A_DEMO_RECORD_EVENTS") == "0":
 if A2A_TOOLCALL["DEFAULT_AGENT"] == "bench":
     # The benchmark streams frames only, as its peers do: no narration line per tool turn.
     A2A_TOOLCALL["HUMANIZER"] = "project.bench_agent.silent"
+    # ... and holds up to 1,000 idle streams, each a running task.
+    A2A_TOOLCALL["WORKER_CONCURRENCY"] = 2000
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True

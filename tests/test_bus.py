@@ -283,3 +283,29 @@ def test_envelope_validation() -> None:
                 "payload": {},
             }
         )
+
+
+async def test_a_publisher_waits_for_acknowledgements_past_its_window(
+    layer: BaseChannelLayer,
+) -> None:
+    from a2a_toolcall.bus import TaskPublisher
+
+    bus = Bus(layer)
+    cid = f"window-{uuid.uuid4().hex[:8]}"
+    publisher = TaskPublisher(bus, cid, window=4, window_wait=30)
+    async with bus.subscribe(cid, [TOPIC_PROGRESS]) as subscription:
+        for i in range(4):
+            await publisher.publish(TOPIC_PROGRESS, {"i": i})
+        fifth = asyncio.ensure_future(publisher.publish(TOPIC_PROGRESS, {"i": 4}))
+        await asyncio.sleep(0.2)
+        assert not fifth.done() and publisher.kept == 4  # a slow consumer holds the agent back
+        publisher.acknowledge(2)
+        envelope = await asyncio.wait_for(fifth, 5)
+        assert envelope.seq == 5 and publisher.kept == 3
+        got = [await subscription.get(timeout=5) for _ in range(5)]
+        assert [e.payload["i"] for e in got if e is not None] == [0, 1, 2, 3, 4]
+    # A consumer that never acknowledges only slows the publisher down, never stops it.
+    patient = TaskPublisher(bus, cid + "-x", window=1, window_wait=0.05)
+    for i in range(3):
+        await patient.publish(TOPIC_PROGRESS, {"i": i})
+    assert patient.kept == 3
