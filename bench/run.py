@@ -361,6 +361,7 @@ async def run(
         except LoadError as exc:
             void[target.name] = str(exc)
             print(f"  {target.name} is void: {exc}", flush=True)
+            stop(target)  # what it still does would disturb the other targets
             return None
 
     with running(chosen, workdir, server_core):
