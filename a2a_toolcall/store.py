@@ -37,7 +37,6 @@ from a2a_toolcall.protocol.models import (
 __all__ = [
     "LoggedEvent",
     "TaskWrite",
-    "append_events",
     "create_task",
     "current_snapshot",
     "events_after",
@@ -316,23 +315,28 @@ _EVENT_FIELDS = ("task", "seq", "kind", "state", "emitted_at", "data")
 
 
 def _prepared(
-    model: type[Model], names: Sequence[str], values: dict[str, Any], connection: Any
+    model: type[Model], names: tuple[str, ...], values: dict[str, Any], connection: Any
 ) -> list[Any]:
-    meta = model._meta
-    return [meta.get_field(n).get_db_prep_save(values[n], connection) for n in names]  # type: ignore[union-attr]
+    return [
+        field.get_db_prep_save(values[name], connection)
+        for name, field in zip(names, _fields(model, names), strict=True)
+    ]
 
 
 @functools.cache
-def _columns(model: type[Model], names: tuple[str, ...], vendor: str) -> list[str]:
-    meta = model._meta
-    return [str(meta.get_field(n).column) for n in names]  # type: ignore[union-attr]
+def _fields(model: type[Model], names: tuple[str, ...]) -> tuple[Any, ...]:
+    return tuple(model._meta.get_field(name) for name in names)
+
+
+def _columns(model: type[Model], names: tuple[str, ...]) -> list[str]:
+    return [str(field.column) for field in _fields(model, names)]
 
 
 def _insert_sql(
     connection: Any, model: type[Model], names: tuple[str, ...]
 ) -> tuple[str, tuple[str, ...]]:
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(c) for c in _columns(model, names, connection.vendor))
+    columns = ", ".join(quote(c) for c in _columns(model, names))
     placeholders = ", ".join(["%s"] * len(names))
     # Names from the model's own metadata, quoted by the backend; values are parameters.
     table = quote(model._meta.db_table)
@@ -342,19 +346,18 @@ def _insert_sql(
 def _call_upsert_sql(connection: Any) -> tuple[str, tuple[str, ...]]:
     names = ("task", "tool_call_id", *_CALL_FIELDS)
     sql, _ = _insert_sql(connection, orm.ToolCall, names)
-    meta = orm.ToolCall._meta
     suffix = connection.ops.on_conflict_suffix_sql(
-        [meta.get_field(n) for n in names],
+        list(_fields(orm.ToolCall, names)),
         OnConflict.UPDATE,
-        _columns(orm.ToolCall, _CALL_FIELDS, connection.vendor),
-        _columns(orm.ToolCall, ("task", "tool_call_id"), connection.vendor),
+        _columns(orm.ToolCall, _CALL_FIELDS),
+        _columns(orm.ToolCall, ("task", "tool_call_id")),
     )
     return f"{sql} {suffix}", names
 
 
 def _update_sql(connection: Any, model: type[Model], names: tuple[str, ...]) -> str:
     quote = connection.ops.quote_name
-    sets = ", ".join(f"{quote(c)} = %s" for c in _columns(model, names, connection.vendor))
+    sets = ", ".join(f"{quote(c)} = %s" for c in _columns(model, names))
     pk = quote(str(model._meta.pk.column))
     return f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {pk} = %s"  # noqa: S608
 
@@ -362,16 +365,6 @@ def _update_sql(connection: Any, model: type[Model], names: tuple[str, ...]) -> 
 async def write_batch(writes: Sequence[TaskWrite]) -> None:
     """Write several tasks' events, tool calls and rows in one transaction."""
     await in_shared_thread(functools.partial(write_batch_sync, writes))
-
-
-async def append_events(
-    task_id: str,
-    events: Sequence[LoggedEvent],
-    fields: dict[str, Any],
-    calls: Sequence[dict[str, Any]] = (),
-) -> None:
-    """Append one task's events, upsert its tool calls and update its row, in one transaction."""
-    await write_batch([TaskWrite(task_id, events, fields, calls)])
 
 
 async def events_after(task_id: str, seq: int, limit: int = 1000) -> list[LoggedEvent]:

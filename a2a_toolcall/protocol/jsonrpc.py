@@ -447,7 +447,7 @@ def success_response(request_id: RequestId, result: BaseModel | Any) -> bytes:
     """
     to_json = getattr(result, "to_json", None)
     body = to_json() if callable(to_json) else _dumps(result).encode()
-    return b'{"jsonrpc":"2.0","id":' + _id_json(request_id) + b',"result":' + body + b"}"
+    return success_response_json(request_id, body)
 
 
 def success_response_json(request_id: RequestId, result_json: bytes) -> bytes:
