@@ -13,18 +13,18 @@ topic                           direction           payload
 ``agent.skill.artifact.{cid}``  runtime -> server   ``{artifact, append, lastChunk}`` (1.0 JSON)
 ``agent.input.request.{cid}``   runtime -> server   ``{requestId, question, meta?}``
 ``agent.skill.response.{cid}``  runtime -> server   ``{status, text?, parts?, error?, reason?}``
-``agent.skill.sync.{cid}``      runtime -> server   ``{lastSeq}``: "alive, nothing more" (seq 0)
+``agent.skill.sync.{cid}``      runtime -> server   ``{lastSeq}``: how far it has published (seq 0)
 ``agent.skill.cancel.{cid}``    server -> runtime   ``{reason?}``
 ``agent.input.response.{cid}``  server -> runtime   ``{requestId, text, parts?}``
-``agent.skill.resend.{cid}``    server -> runtime   ``{from}`` (resend, probe) ``{ack}`` ``{done}``
+``agent.skill.resend.{cid}``    server -> runtime   ``{from}`` ``{probe}`` ``{ack}`` ``{done}``
 ``agent.task.events.{cid}``     server -> server    ``{lastSeq, state}``: new events are stored
 ==============================  ==================  =============================================
 
 Channel layers lose messages (over capacity, nobody listening, a PubSub hiccup), so delivery
 from the runtime is made reliable on top: the runtime keeps every envelope of a task until the
 consumer acknowledges it, a consumer (:class:`TaskStream`) asks for what a ``seq`` gap shows
-missing and probes when the runtime goes quiet, and the runtime answers a probe that finds
-nothing missing with a ``sync`` envelope.
+missing and probes when the runtime goes quiet; the runtime answers a probe with a ``sync``
+envelope (how far it has published), and the consumer asks again for what that shows lost.
 
 Every message is an :class:`Envelope` (type, topic, cid, timestamp, per-task ``seq``, payload).
 Channel layers are lossy and at-most-once, and Redis carries messages as msgpack, so envelopes
@@ -465,9 +465,22 @@ class TaskPublisher:
             for envelope in again:
                 await self.bus.send_envelope(envelope)
             if not again:
-                sync = Envelope(TOPIC_SYNC, self.cid, 0, time.time(), {"lastSeq": self.last_seq})
-                await self.bus.send_envelope(sync)
+                await self._send_sync()
         return len(again)
+
+    async def sync(self) -> None:
+        """Answer a probe: one ``sync`` envelope saying how far this task has published.
+
+        It is sent after every envelope already published (the lock orders it), and a layer
+        delivers one sender's messages to one channel in order, so a consumer that receives
+        it without some ``seq <= lastSeq`` knows that envelope was lost, not late.
+        """
+        async with self._lock:
+            await self._send_sync()
+
+    async def _send_sync(self) -> None:
+        sync = Envelope(TOPIC_SYNC, self.cid, 0, time.time(), {"lastSeq": self.last_seq})
+        await self.bus.send_envelope(sync)
 
     def acknowledge(self, seq: int) -> None:
         """Forget the envelopes up to ``seq``: a consumer has them."""
@@ -622,7 +635,10 @@ class TaskStream:
 
     Out-of-order envelopes wait in a buffer while the runtime is asked to resend what the gap
     shows missing; duplicates are dropped; when nothing arrives for ``probe_after`` seconds the
-    runtime is probed, and it answers with what is missing or a ``sync``. :meth:`get` raises
+    runtime is probed and answers with a ``sync`` (how far it has published), which arrives
+    after everything published before it: only what is then still missing is asked for again.
+    A consumer that is merely behind (a busy process draining its queue) so costs the runtime
+    one small message per probe, never a resend of the whole task. :meth:`get` raises
     :class:`RuntimeLost` if nothing at all is heard for ``first_wait`` seconds before the first
     envelope, or for ``lost_after`` seconds later. Open it *before* the work is requested.
     Envelopes of the ``also`` topics (e.g. the control topics, to watch what clients ask of the
@@ -653,6 +669,7 @@ class TaskStream:
         self._control_seq = itertools.count(1)
         self._heard_at = 0.0
         self._asked_at = 0.0
+        self._resend_asked_at = -float("inf")
         self._heard_anything = False
 
     async def __aenter__(self) -> TaskStream:
@@ -687,7 +704,9 @@ class TaskStream:
                 )
             if now - max(self._heard_at, self._asked_at) >= self.probe_after:
                 self._asked_at = now
-                await self._control({"from": self.expected})
+                # "from" as well: a runtime of an earlier release, which knows no probe,
+                # answers it with a resend.
+                await self._control({"probe": True, "from": self.expected})
             wait = self.probe_after - (loop.time() - max(self._heard_at, self._asked_at))
             if until is not None:
                 if loop.time() >= until:
@@ -701,13 +720,20 @@ class TaskStream:
             self._heard_at = loop.time()
             self._heard_anything = True
             if envelope.topic == TOPIC_SYNC:
+                last = envelope.payload.get("lastSeq")
+                missing = isinstance(last, int) and last >= self.expected
+                if missing and loop.time() - self._resend_asked_at > self.probe_after:
+                    # Everything up to lastSeq was published before this sync: what has not
+                    # arrived by now was lost on the way.
+                    self._resend_asked_at = self._asked_at = loop.time()
+                    await self._control({"from": self.expected})
                 continue
             if envelope.seq < self.expected or envelope.seq in self._early:
                 continue  # a duplicate (a resend of something we have)
             if envelope.seq > self.expected:
                 self._early[envelope.seq] = envelope
                 if len(self._early) == 1 or loop.time() - self._asked_at > self.probe_after:
-                    self._asked_at = loop.time()
+                    self._resend_asked_at = self._asked_at = loop.time()
                     await self._control({"from": self.expected})
                 continue
             return await self._deliver(envelope)

@@ -220,9 +220,7 @@ def start(target: Target, workdir: Path, core: int | None) -> None:
             "warning",
             "bench.raw_asgi:app",
         ]
-    commands = [server] + [
-        [sys.executable, "manage.py", "a2a_worker", "--layer", "default"]
-    ] * target.workers
+    commands = [server] + [[sys.executable, "manage.py", "a2a_worker"]] * target.workers
     for i, command in enumerate(commands):
         log = workdir / f"{target.name}-{i}.log"
         target.logs.append(log)

@@ -7,7 +7,9 @@ Environment overrides, for trying the same site on other infrastructure:
 ``A2A_CARD_V03`` (``0`` for the strict 1.0 card), ``A2A_DEMO_POSTGRES`` (a database name on the
 local PostgreSQL instead of SQLite), ``A2A_DEMO_REDIS`` (a Redis URL: the channels_redis layer
 instead of the in-memory one; run ``manage.py a2a_worker`` processes unless
-``A2A_DEMO_IN_PROCESS=1``), ``A2A_DEMO_RECORD_EVENTS=0`` (no event log).
+``A2A_DEMO_IN_PROCESS=1``; task messages go over PubSub and work requests over the core layer,
+or everything over the core layer with ``A2A_DEMO_REDIS_BUS=core``),
+``A2A_DEMO_RECORD_EVENTS=0`` (no event log).
 ``A2A_DEMO_AGENT=bench`` serves the benchmark workload (project/bench_agent.py,
 docs/benchmarks.md).
 """
@@ -95,16 +97,27 @@ CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "a2a_toolcall.layers.InMemoryChannelLayer"}
 }
 if os.environ.get("A2A_DEMO_REDIS"):
-    CHANNEL_LAYERS["default"] = {
+    _redis_hosts = [{"address": os.environ["A2A_DEMO_REDIS"], "socket_timeout": 30}]
+    _redis_prefix = os.environ.get("A2A_DEMO_REDIS_PREFIX", "a2a-demo")
+    CHANNEL_LAYERS["work"] = {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
             # redis-py 8 reads with a 5 s timeout by default: longer than channels_redis blocks.
-            "hosts": [{"address": os.environ["A2A_DEMO_REDIS"], "socket_timeout": 30}],
-            "prefix": os.environ.get("A2A_DEMO_REDIS_PREFIX", "a2a-demo"),
+            "hosts": _redis_hosts,
+            "prefix": _redis_prefix,
             # One Redis list per process carries every stream's messages (check W003).
             "capacity": 10000,
         },
     }
+    if os.environ.get("A2A_DEMO_REDIS_BUS", "pubsub") == "pubsub":
+        # Task messages over PubSub (one PUBLISH each, pushed to the subscriber), work requests
+        # point-to-point on the core layer (docs/deployment.md).
+        CHANNEL_LAYERS["default"] = {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": _redis_hosts, "prefix": _redis_prefix},
+        }
+    else:
+        CHANNEL_LAYERS["default"] = CHANNEL_LAYERS["work"]
 
 # The agent this site serves (a2a_toolcall reads everything from this one dict; see
 # docs/settings.md for every key and its default).
@@ -124,6 +137,7 @@ A2A_TOOLCALL: dict[str, Any] = {
     "RUN_IN_PROCESS": (os.environ.get("A2A_DEMO_IN_PROCESS") == "1")
     if os.environ.get("A2A_DEMO_REDIS")
     else None,
+    "REQUEST_CHANNEL_LAYER": "work" if os.environ.get("A2A_DEMO_REDIS") else None,
     # A2A_CARD_V03=0 serves the strict 1.0 card to every client (see docs/conformance.md).
     "CARD_V03_MEMBERS": os.environ.get("A2A_CARD_V03", "1") == "1",
 }

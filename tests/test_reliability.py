@@ -168,3 +168,65 @@ async def test_acknowledged_envelopes_are_forgotten() -> None:
         sync = await sub.get(1)
         assert sync is not None and sync.topic == "agent.skill.sync"
         assert sync.payload == {"lastSeq": 10}
+
+
+class SlowLayer:
+    """A layer whose group messages arrive ``delay`` seconds late, in order: a busy consumer."""
+
+    def __init__(self, inner: BaseChannelLayer, delay: float) -> None:
+        self.inner = inner
+        self.delay = delay
+        self.sent: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.sent.append(group)
+        await asyncio.sleep(0)
+        loop = asyncio.get_running_loop()
+        # The in-memory group_send does not suspend: each runs whole, in the order scheduled.
+        loop.call_later(self.delay, lambda: loop.create_task(self.inner.group_send(group, message)))
+
+
+async def test_a_consumer_that_is_behind_costs_syncs_not_resends() -> None:
+    from a2a_toolcall.layers import InMemoryChannelLayer
+
+    slow = SlowLayer(InMemoryChannelLayer(), delay=0.5)
+    bus = Bus(slow)  # type: ignore[arg-type]
+    runtime = Runtime(bus=bus, agents={"many": many_frames}, default_agent="many", retain=30)
+    work = build_request(uuid.uuid4().hex, user_message("go"))
+    try:
+        # Probes every 0.1 s while every message is 0.5 s on its way: each probe is answered by
+        # one sync, which arrives after what was published before it, so nothing is resent.
+        async with TaskStream(bus, work["cid"], probe_after=0.1) as stream:
+            running = asyncio.ensure_future(runtime.run(work))
+            got = await asyncio.wait_for(collect(stream), 30)
+            await running
+    finally:
+        await runtime.shutdown()
+    assert [e.seq for e in got] == list(range(1, len(got) + 1))
+    frames = [g for g in slow.sent if g.startswith(TOPIC_TOOLFRAME)]
+    assert len(frames) == 300  # each frame sent once
+    assert any(g.startswith("agent.skill.sync") for g in slow.sent)  # the probes were answered
+
+
+async def test_a_sync_that_shows_a_loss_gets_it_resent() -> None:
+    from a2a_toolcall.layers import InMemoryChannelLayer
+
+    bus = Bus(InMemoryChannelLayer())
+    publisher = bus.publisher("t2")
+    async with TaskStream(bus, "t2", probe_after=0.1) as stream:
+        await publisher.publish(TOPIC_TOOLFRAME, {"i": 1})
+        assert (await stream.get(1)).seq == 1  # type: ignore[union-attr]
+        publisher.last_seq = 2  # seq 2 "published" and lost on the way: only the outbox has it
+        publisher._outbox.append(Envelope(TOPIC_TOOLFRAME, "t2", 2, 0.0, {"i": 2}))
+        publisher._seq = iter(range(3, 100))  # type: ignore[assignment]
+        async with bus.subscribe("t2", ["agent.skill.resend"]) as control:
+            await publisher.sync()  # the answer to a probe
+            assert await stream.get(0.3) is None  # the sync shows seq 2 missing ...
+            ask = await control.get(1)
+            assert ask is not None and ask.payload == {"from": 2}  # ... so it is asked for
+        await publisher.resend(2)
+        again = await stream.get(1)
+        assert again is not None and again.seq == 2 and again.payload == {"i": 2}

@@ -151,7 +151,7 @@ class _TaskRun:
         self.driver: asyncio.Task[dict[str, Any]] | None = None
         self.responded = False
         self.finished = asyncio.Event()  # a consumer confirmed it has every envelope
-        self.resends: set[asyncio.Task[int]] = set()
+        self.resends: set[asyncio.Task[Any]] = set()
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -256,7 +256,11 @@ class _TaskRun:
         elif envelope.topic == TOPIC_RESEND:
             if isinstance(payload.get("ack"), int):
                 self.publisher.acknowledge(payload["ack"])
-            if isinstance(payload.get("from"), int):
+            if payload.get("probe") is True:
+                resend = asyncio.ensure_future(self.publisher.sync())
+                self.resends.add(resend)
+                resend.add_done_callback(self.resends.discard)
+            elif isinstance(payload.get("from"), int):
                 resend = asyncio.ensure_future(self.publisher.resend(payload["from"]))
                 self.resends.add(resend)
                 resend.add_done_callback(self.resends.discard)
