@@ -25,7 +25,7 @@ import inspect
 import logging
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -256,14 +256,15 @@ class _TaskRun:
         elif envelope.topic == TOPIC_RESEND:
             if isinstance(payload.get("ack"), int):
                 self.publisher.acknowledge(payload["ack"])
+            answer: Coroutine[Any, Any, Any] | None = None
             if payload.get("probe") is True:
-                resend = asyncio.ensure_future(self.publisher.sync())
-                self.resends.add(resend)
-                resend.add_done_callback(self.resends.discard)
+                answer = self.publisher.sync()
             elif isinstance(payload.get("from"), int):
-                resend = asyncio.ensure_future(self.publisher.resend(payload["from"]))
-                self.resends.add(resend)
-                resend.add_done_callback(self.resends.discard)
+                answer = self.publisher.resend(payload["from"])
+            if answer is not None:
+                sending = asyncio.ensure_future(answer)
+                self.resends.add(sending)
+                sending.add_done_callback(self.resends.discard)
             if payload.get("done"):
                 self.finished.set()
 
