@@ -392,8 +392,23 @@ class Bus:
 
 PUBLISH_WINDOW: Final = 256
 """Unacknowledged envelopes a task's publisher sends before it waits (consumers ack every 64)."""
+YIELD_EVERY: Final = 8
+"""Envelopes a publisher sends between two turns it gives the event loop (``pause``)."""
 PUBLISH_WINDOW_WAIT: Final = 5.0
 """Seconds a publisher waits for an acknowledgement before it sends anyway."""
+
+
+def _group_send_nowait(layer: BaseChannelLayer) -> Any:
+    """The layer's ``group_send_nowait`` if it is the app's in-memory layer's own, else None.
+
+    Only then is it the same as ``group_send``: a subclass or a wrapper that changes
+    ``group_send`` (tests drop messages that way) must be published to through it.
+    """
+    from a2a_toolcall.layers import InMemoryChannelLayer as Fast
+
+    if isinstance(layer, Fast) and type(layer).group_send is Fast.group_send:
+        return layer.group_send_nowait
+    return None
 
 
 class TaskPublisher:
@@ -430,9 +445,41 @@ class TaskPublisher:
         self.window_wait = window_wait
         self._room = asyncio.Event()
         self._room.set()
+        self._send_nowait = _group_send_nowait(bus.layer)
+
+    def publish_nowait(self, topic: str, payload: dict[str, Any]) -> Envelope | None:
+        """Publish the next envelope at once if that cannot suspend, else None (nothing sent).
+
+        It can on :class:`a2a_toolcall.layers.InMemoryChannelLayer`, whose ``group_send_nowait``
+        puts the message on its members' queues without waiting, with room in the window and
+        nobody else publishing. Nothing then needs shielding from a cancel, and no
+        task or loop turn is spent on the envelope.
+        """
+        send_nowait = self._send_nowait
+        if (
+            send_nowait is None
+            or self._lock.locked()
+            or (self.window is not None and len(self._outbox) >= self.window)
+        ):
+            return None
+        check_msgpack_safe(payload)
+        seq = next(self._seq)
+        envelope = Envelope(topic=topic, cid=self.cid, seq=seq, ts=time.time(), payload=payload)
+        try:
+            send_nowait(group_name(topic, self.cid), envelope.to_message())
+        except BaseException:
+            self._seq = itertools.count(seq)
+            raise
+        self.last_seq = seq
+        self._outbox.append(envelope)
+        return envelope
 
     async def publish(self, topic: str, payload: dict[str, Any]) -> Envelope:
         """Publish the next envelope of this task."""
+        envelope = self.publish_nowait(topic, payload)
+        if envelope is not None:
+            await self.pause()
+            return envelope
         if self.window is not None and len(self._outbox) >= self.window:
             self._room.clear()
             with contextlib.suppress(TimeoutError):
@@ -454,6 +501,16 @@ class TaskPublisher:
         # in a tight loop would fill its subscribers' queues before they ever run.
         await asyncio.sleep(0)
         return envelope
+
+    async def pause(self) -> None:
+        """Let the consumers run: every ``YIELD_EVERY`` envelopes, a turn of the event loop.
+
+        An in-memory publish never suspends, so without this an agent publishing in a tight
+        loop would fill its consumers' queues before they ever ran; a turn per envelope, though,
+        would wake every consumer for each one, when they can take several at a time.
+        """
+        if self.last_seq % YIELD_EVERY == 0:
+            await asyncio.sleep(0)
 
     async def resend(self, from_seq: int) -> int:
         """Send again every kept envelope from ``from_seq`` on; if there is none, a ``sync``.

@@ -71,6 +71,10 @@ class _Frame(BaseModel):
         """The frame as the JSON object on the wire (absent optional members omitted)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
+    def to_json(self) -> bytes:
+        """:meth:`to_wire` as compact UTF-8 JSON text."""
+        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_none=True)
+
 
 class ToolCallStarted(_Frame):
     """The agent's reasoning step requested this tool; ``args`` are the parsed call arguments."""

@@ -93,6 +93,14 @@ class InMemoryChannelLayer(_StockInMemoryChannelLayer):
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         """Put ``message`` on the queue of every member of ``group`` (full ones drop it)."""
+        self.group_send_nowait(group, message)
+
+    def group_send_nowait(self, group: str, message: dict[str, Any]) -> None:
+        """:meth:`group_send`, which never waits, as a plain call.
+
+        Not part of the channel layer API: the bus uses it, when a layer has it, to publish
+        without an await (see ``TaskPublisher.publish_nowait``).
+        """
         assert isinstance(message, dict), "Message is not a dict"
         self.require_valid_group_name(group)
         self._sweep()

@@ -256,7 +256,9 @@ class TaskService:
                 if left is not None and left <= 0:
                     return False
                 event = await feed.next(timeout=left)
-                if event is not None and until(event.response):
+                if event is not None and (
+                    event.ends_stream if until is ends_stream else until(event.response)
+                ):
                     return True
 
     # --- cancel ------------------------------------------------------------------------------

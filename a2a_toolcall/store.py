@@ -60,37 +60,72 @@ class LoggedEvent:
     """One stream event with its place in the task's log.
 
     ``json`` is the event's proto3 JSON, made once and shared by every stream that sends the
-    event and by the database row that stores it.
+    event and by the database row that stores it. An event made from its JSON alone
+    (:meth:`from_artifact_json`, the recorder's tool frames) builds its ``response`` model only
+    if something asks for it (a 0.3 stream, a test).
     """
 
-    __slots__ = ("_json", "emitted_at", "response", "seq")
+    __slots__ = ("_json", "_response", "emitted_at", "kind", "seq", "state")
 
     def __init__(
         self, seq: int, response: StreamResponse, emitted_at: datetime, json: bytes | None = None
     ) -> None:
         self.seq = seq
-        self.response = response
+        self._response: StreamResponse | None = response
         self.emitted_at = emitted_at
         self._json = json
+        self.kind = _kind(response)
+        self.state = _state(response)
+
+    @classmethod
+    def from_artifact_json(cls, seq: int, json: bytes, emitted_at: datetime) -> LoggedEvent:
+        """An ``artifactUpdate`` event given as its JSON, which must be exactly what
+        ``StreamResponse.to_json`` makes of it."""
+        event = cls.__new__(cls)
+        event.seq = seq
+        event._response = None
+        event.emitted_at = emitted_at
+        event._json = json
+        event.kind = orm.TaskEvent.Kind.ARTIFACT
+        event.state = None
+        return event
+
+    @property
+    def response(self) -> StreamResponse:
+        """The event as a model."""
+        if self._response is None:
+            assert self._json is not None
+            self._response = StreamResponse.from_json(self._json)
+        return self._response
 
     @property
     def json(self) -> bytes:
         """The event as compact UTF-8 JSON (a ``StreamResponse``)."""
         if self._json is None:
-            self._json = self.response.to_json()
+            assert self._response is not None
+            self._json = self._response.to_json()
         return self._json
 
     @property
-    def state(self) -> TaskState | None:
-        """The state a status update (or snapshot) moves the task to."""
-        if self.response.status_update is not None:
-            return self.response.status_update.status.state
-        if self.response.task is not None:
-            return self.response.task.status.state
-        return None
+    def ends_stream(self) -> bool:
+        """A terminal or interrupted status update (or snapshot) ends a stream (spec 9.4.2)."""
+        return (
+            self.kind == orm.TaskEvent.Kind.STATUS
+            and self.state is not None
+            and (self.state.is_terminal or self.state.is_interrupted)
+        )
 
     def __repr__(self) -> str:
         return f"LoggedEvent(seq={self.seq}, {self.response!r})"
+
+
+def _state(response: StreamResponse) -> TaskState | None:
+    """The state a status update (or snapshot) moves the task to."""
+    if response.status_update is not None:
+        return response.status_update.status.state
+    if response.task is not None:
+        return response.task.status.state
+    return None
 
 
 def _kind(response: StreamResponse) -> str:
@@ -283,7 +318,7 @@ def write_batch_sync(writes: Sequence[TaskWrite]) -> None:
                 {
                     "task": w.task_id,
                     "seq": event.seq,
-                    "kind": _kind(event.response),
+                    "kind": event.kind,
                     "state": event.state.value if event.state is not None else "",
                     "emitted_at": event.emitted_at,
                     # The JSON the streams sent, stored as it is: no second serialisation.

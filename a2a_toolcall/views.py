@@ -512,13 +512,13 @@ def _stream(
                     # Events that are already waiting go out in one write (one send, one
                     # syscall) rather than one each; a lone event is not held back.
                     chunk = [_logged_frame(call, event)]
-                    while not ends_stream(event.response) and (ready := feed.ready()) is not None:
+                    while not event.ends_stream and (ready := feed.ready()) is not None:
                         event = ready
                         chunk.append(_logged_frame(call, event))
                     yield chunk[0] if len(chunk) == 1 else b"".join(chunk)
                     if not settled:
                         await settle()
-                    if ends_stream(event.response):
+                    if event.ends_stream:
                         return
         finally:
             if undispatched:

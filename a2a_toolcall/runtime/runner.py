@@ -451,6 +451,9 @@ class _TaskRun:
         else:
             self.open_calls.pop(frame.tool_call_id, None)
         payload = {"frame": frame.to_wire()}
+        if self.publisher.publish_nowait(TOPIC_TOOLFRAME, payload) is not None:
+            await self.publisher.pause()
+            return
         # Shielded: once a frame is handed to the bus, a cancel must not cut it in half; the
         # publisher's lock keeps it ahead of anything published after the cancel.
         await asyncio.shield(self.publisher.publish(TOPIC_TOOLFRAME, payload))
