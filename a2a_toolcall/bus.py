@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import itertools
 import logging
 import re
@@ -112,6 +113,8 @@ CONTROL_TOPICS: Final = (TOPIC_CANCEL, TOPIC_INPUT_RESPONSE, TOPIC_RESEND)
 
 _GROUP_TOPICS: Final = frozenset((*STREAM_TOPICS, *CONTROL_TOPICS, TOPIC_EVENTS))
 ENVELOPE_TYPE: Final = "a2a.envelope"
+BATCH_TYPE: Final = "a2a.envelopes"
+"""Several envelopes of one topic and task in one layer message: ``items`` of [seq, ts, payload]."""
 _WAKEUP_TYPE: Final = "a2a.wakeup"
 _REQUEST_QUEUE_WAIT: Final = 30.0
 _CLAIM_SECONDS: Final = 7 * 24 * 3600
@@ -254,6 +257,25 @@ class Envelope:
         return envelope
 
 
+def envelopes_from_batch(message: Mapping[str, Any]) -> list[Envelope]:
+    """Read a batch message (:data:`BATCH_TYPE`); raises ValueError if it is not one."""
+    topic, cid, items = message.get("topic"), message.get("cid"), message.get("items")
+    if not (isinstance(topic, str) and isinstance(cid, str) and isinstance(items, list)):
+        raise ValueError("envelope batch without a topic, a cid or items")
+    envelopes = []
+    for item in items:
+        if not (
+            isinstance(item, list)
+            and len(item) == 3
+            and isinstance(item[0], int)
+            and isinstance(item[1], int | float)
+            and isinstance(item[2], dict)
+        ):
+            raise ValueError("envelope batch with a malformed item")
+        envelopes.append(Envelope(topic, cid, item[0], item[1], item[2]))
+    return envelopes
+
+
 def _layer_for(alias_or_layer: str | BaseChannelLayer | None) -> BaseChannelLayer:
     if alias_or_layer is None:
         from a2a_toolcall.conf import get_setting
@@ -323,6 +345,21 @@ class Bus:
         group = group_name(envelope.topic, envelope.cid)
         async with _operation_slot(self.layer):
             await self.layer.group_send(group, envelope.to_message())
+
+    async def send_envelopes(self, envelopes: list[Envelope]) -> None:
+        """Send envelopes of one topic and task, in order, as one layer message."""
+        if len(envelopes) == 1:
+            await self.send_envelope(envelopes[0])
+            return
+        first = envelopes[0]
+        message = {
+            "type": BATCH_TYPE,
+            "topic": first.topic,
+            "cid": first.cid,
+            "items": [[e.seq, e.ts, e.payload] for e in envelopes],
+        }
+        async with _operation_slot(self.layer):
+            await self.layer.group_send(group_name(first.topic, first.cid), message)
 
     async def send_request(self, request: dict[str, Any]) -> None:
         """Queue work for the runtime (one worker takes it)."""
@@ -394,6 +431,8 @@ PUBLISH_WINDOW: Final = 256
 """Unacknowledged envelopes a task's publisher sends before it waits (consumers ack every 64)."""
 YIELD_EVERY: Final = 8
 """Envelopes a publisher sends between two turns it gives the event loop (``pause``)."""
+BATCH: Final = 64
+"""Most envelopes a publisher sends in one layer message."""
 PUBLISH_WINDOW_WAIT: Final = 5.0
 """Seconds a publisher waits for an acknowledgement before it sends anyway."""
 
@@ -414,12 +453,19 @@ def _group_send_nowait(layer: BaseChannelLayer) -> Any:
 class TaskPublisher:
     """Publishes the envelopes of one task with consecutive ``seq`` numbers, and can resend them.
 
-    Publishing is serialised by a lock so that ``seq`` order is emission order even when several
-    coroutines of one task (parallel tools) publish at once. Every envelope is kept until a
-    consumer acknowledges it (:meth:`acknowledge`), so a gap can be filled (:meth:`resend`).
+    :meth:`publish` numbers an envelope, keeps it and queues it; a sender task of the publisher
+    sends what is queued in ``seq`` order, several envelopes of one topic in a single layer
+    message when they queued up while a send was on its way (a Redis round trip). Publishing
+    thus never waits for the layer: a cancelled agent cannot cut a send in half, and an agent
+    that publishes fast costs one layer message per batch rather than per envelope. On the
+    app's in-memory layer an envelope is put on its consumers' queues at once instead
+    (:meth:`publish_nowait`).
+
+    Every envelope is kept until a consumer acknowledges it (:meth:`acknowledge`), so a gap
+    can be filled (:meth:`resend`): a send that fails is logged and left to that.
 
     Flow control: with ``window`` envelopes unacknowledged, :meth:`publish` waits for an
-    acknowledgement (at most ``window_wait`` seconds) before it sends more. An agent can then
+    acknowledgement (at most ``window_wait`` seconds) before it takes more. An agent can then
     never outrun its consumer by more than a window: on a Redis layer, a producer faster than
     the consuming process would otherwise fill the channel past its capacity, Redis would drop
     messages, and the resends would add to the flood.
@@ -438,44 +484,48 @@ class TaskPublisher:
         self.bus = bus
         self.cid = cid
         self._seq = itertools.count(first_seq)
-        self._lock = asyncio.Lock()
-        self.last_seq = first_seq - 1
+        self._lock = asyncio.Lock()  # held while sending: batches, resends and syncs in order
+        self.last_seq = first_seq - 1  # the last seq published
+        self._sent_seq = first_seq - 1  # the last seq handed to the layer
         self._outbox: collections.deque[Envelope] = collections.deque()
+        self._queue: collections.deque[Envelope] = collections.deque()
+        self._sender: asyncio.Task[None] | None = None
         self.window = window
         self.window_wait = window_wait
         self._room = asyncio.Event()
         self._room.set()
         self._send_nowait = _group_send_nowait(bus.layer)
 
-    def publish_nowait(self, topic: str, payload: dict[str, Any]) -> Envelope | None:
-        """Publish the next envelope at once if that cannot suspend, else None (nothing sent).
-
-        It can on :class:`a2a_toolcall.layers.InMemoryChannelLayer`, whose ``group_send_nowait``
-        puts the message on its members' queues without waiting, with room in the window and
-        nobody else publishing. Nothing then needs shielding from a cancel, and no
-        task or loop turn is spent on the envelope.
-        """
-        send_nowait = self._send_nowait
-        if (
-            send_nowait is None
-            or self._lock.locked()
-            or (self.window is not None and len(self._outbox) >= self.window)
-        ):
-            return None
+    def _number(self, topic: str, payload: dict[str, Any]) -> Envelope:
         check_msgpack_safe(payload)
         seq = next(self._seq)
         envelope = Envelope(topic=topic, cid=self.cid, seq=seq, ts=time.time(), payload=payload)
-        try:
-            send_nowait(group_name(topic, self.cid), envelope.to_message())
-        except BaseException:
-            self._seq = itertools.count(seq)
-            raise
         self.last_seq = seq
         self._outbox.append(envelope)
         return envelope
 
+    def publish_nowait(self, topic: str, payload: dict[str, Any]) -> Envelope | None:
+        """Publish the next envelope at once if that cannot suspend, else None (nothing done).
+
+        It can on :class:`a2a_toolcall.layers.InMemoryChannelLayer`, whose ``group_send_nowait``
+        puts the message on its members' queues without waiting, with room in the window and
+        nothing else being sent: no task or loop turn is spent on the envelope.
+        """
+        send_nowait = self._send_nowait
+        if (
+            send_nowait is None
+            or self._queue
+            or self._lock.locked()
+            or (self.window is not None and len(self._outbox) >= self.window)
+        ):
+            return None
+        envelope = self._number(topic, payload)
+        send_nowait(group_name(topic, self.cid), envelope.to_message())
+        self._sent_seq = envelope.seq
+        return envelope
+
     async def publish(self, topic: str, payload: dict[str, Any]) -> Envelope:
-        """Publish the next envelope of this task."""
+        """Publish the next envelope of this task (it is sent in the background, in order)."""
         envelope = self.publish_nowait(topic, payload)
         if envelope is not None:
             await self.pause()
@@ -487,25 +537,48 @@ class TaskPublisher:
                 # go on; the consumer's side detects what is missing.
                 async with asyncio.timeout(self.window_wait):
                     await self._room.wait()
-        async with self._lock:
-            seq = next(self._seq)
-            try:
-                envelope = await self.bus.publish(topic, self.cid, payload, seq=seq)
-            except BaseException:
-                # Keep seq gap-free: a number is spent only by a message that was sent.
-                self._seq = itertools.count(seq)
-                raise
-            self.last_seq = seq
-            self._outbox.append(envelope)
-        # An in-memory group_send never suspends; without a yield here an agent publishing
-        # in a tight loop would fill its subscribers' queues before they ever run.
-        await asyncio.sleep(0)
+        envelope = self._number(topic, payload)
+        self._queue.append(envelope)
+        if self._sender is None:
+            # A fresh context: the sender outlives whatever (a request) published first.
+            self._sender = asyncio.get_running_loop().create_task(
+                self._send_queued(), context=contextvars.Context()
+            )
+        await self.pause()
         return envelope
+
+    async def _send_queued(self) -> None:
+        try:
+            while self._queue:
+                async with self._lock:
+                    topic = self._queue[0].topic
+                    batch: list[Envelope] = []
+                    while self._queue and self._queue[0].topic == topic and len(batch) < BATCH:
+                        batch.append(self._queue.popleft())
+                    try:
+                        await self.bus.send_envelopes(batch)
+                    except Exception:
+                        # Kept in the outbox: the consumer finds the gap and asks again.
+                        logger.warning(
+                            "task %s: could not send envelopes %d-%d; they wait for a resend",
+                            self.cid,
+                            batch[0].seq,
+                            batch[-1].seq,
+                            exc_info=True,
+                        )
+                    self._sent_seq = batch[-1].seq
+        finally:
+            self._sender = None
+
+    async def flush(self) -> None:
+        """Wait until everything published so far has been handed to the layer."""
+        while self._sender is not None:
+            await asyncio.shield(self._sender)
 
     async def pause(self) -> None:
         """Let the consumers run: every ``YIELD_EVERY`` envelopes, a turn of the event loop.
 
-        An in-memory publish never suspends, so without this an agent publishing in a tight
+        Publishing never waits for the layer, so without this an agent publishing in a tight
         loop would fill its consumers' queues before they ever ran; a turn per envelope, though,
         would wake every consumer for each one, when they can take several at a time.
         """
@@ -513,30 +586,40 @@ class TaskPublisher:
             await asyncio.sleep(0)
 
     async def resend(self, from_seq: int) -> int:
-        """Send again every kept envelope from ``from_seq`` on; if there is none, a ``sync``.
+        """Send again every kept envelope from ``from_seq`` on that was sent already; if there
+        is none, a ``sync``.
 
         Returns how many envelopes were sent again.
         """
         async with self._lock:
-            again = [e for e in self._outbox if e.seq >= from_seq]
-            for envelope in again:
-                await self.bus.send_envelope(envelope)
+            again = [e for e in self._outbox if from_seq <= e.seq <= self._sent_seq]
+            start = 0
+            while start < len(again):  # batched as they were sent: runs of one topic
+                end = start + 1
+                while (
+                    end < len(again)
+                    and end - start < BATCH
+                    and again[end].topic == again[start].topic
+                ):
+                    end += 1
+                await self.bus.send_envelopes(again[start:end])
+                start = end
             if not again:
                 await self._send_sync()
         return len(again)
 
     async def sync(self) -> None:
-        """Answer a probe: one ``sync`` envelope saying how far this task has published.
+        """Answer a probe: one ``sync`` envelope saying how far this task has been sent.
 
-        It is sent after every envelope already published (the lock orders it), and a layer
-        delivers one sender's messages to one channel in order, so a consumer that receives
-        it without some ``seq <= lastSeq`` knows that envelope was lost, not late.
+        It goes out after every envelope it counts (the lock orders it), and a layer delivers
+        one sender's messages to one channel in order, so a consumer that receives it without
+        some ``seq <= lastSeq`` knows that envelope was lost, not late.
         """
         async with self._lock:
             await self._send_sync()
 
     async def _send_sync(self) -> None:
-        sync = Envelope(TOPIC_SYNC, self.cid, 0, time.time(), {"lastSeq": self.last_seq})
+        sync = Envelope(TOPIC_SYNC, self.cid, 0, time.time(), {"lastSeq": self._sent_seq})
         await self.bus.send_envelope(sync)
 
     def acknowledge(self, seq: int) -> None:
@@ -570,6 +653,7 @@ class Subscription:
         self.channel: str | None = None
         self._joined: list[str] = []
         self._pending: asyncio.Task[dict[str, Any]] | None = None
+        self._batched: collections.deque[Envelope] = collections.deque()
         self._closed = False
 
     async def __aenter__(self) -> Subscription:
@@ -642,6 +726,8 @@ class Subscription:
         """The next envelope of this task, or None if ``timeout`` seconds pass first."""
         if self._closed or self.channel is None:
             raise RuntimeError("the subscription is not open")
+        if self._batched:
+            return self._batched.popleft()
         nowait = getattr(self.layer, "receive_nowait", None)
         while True:
             message = None
@@ -657,10 +743,19 @@ class Subscription:
                         return None
                 task, self._pending = self._pending, None
                 message = task.result()
-            if message.get("type") == _WAKEUP_TYPE:
+            kind = message.get("type")
+            if kind == _WAKEUP_TYPE:
                 continue
             try:
-                envelope = Envelope.from_message(message)
+                if kind == BATCH_TYPE:
+                    batch = envelopes_from_batch(message)
+                    if not batch:
+                        continue
+                    if batch[0].cid == self.cid:
+                        self._batched.extend(batch[1:])
+                    envelope = batch[0]
+                else:
+                    envelope = Envelope.from_message(message)
             except ValueError as exc:
                 logger.warning("dropping a malformed bus message (%s): %.200r", exc, message)
                 continue

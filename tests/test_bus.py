@@ -256,8 +256,47 @@ async def test_malformed_messages_are_dropped(layer: BaseChannelLayer) -> None:
         await layer.group_send(
             group, Envelope(TOPIC_PROGRESS, "other-task", 1, 0.0, {}).to_message()
         )
+        await layer.group_send(group, {"type": b.BATCH_TYPE, "topic": TOPIC_PROGRESS})
+        await layer.group_send(
+            group,
+            {"type": b.BATCH_TYPE, "topic": TOPIC_PROGRESS, "cid": cid, "items": [[1, 0.0]]},
+        )
+        other = [Envelope(TOPIC_PROGRESS, "other-task", i, 0.0, {}) for i in (1, 2)]
+        await Bus(layer).send_envelopes(other)
         good = await bus.publish(TOPIC_PROGRESS, cid, {"text": "ok"}, seq=1)
         assert await asyncio.wait_for(sub.get(), 5) == good
+        assert await sub.get(timeout=0.2) is None  # nothing of the other task came through
+
+
+class CountingLayer:
+    """A layer that counts the messages sent to groups."""
+
+    def __init__(self, inner: BaseChannelLayer) -> None:
+        self.inner = inner
+        self.messages = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.messages += 1
+        await self.inner.group_send(group, message)
+
+
+async def test_envelopes_that_queue_up_go_out_together_in_order(layer: BaseChannelLayer) -> None:
+    counting = CountingLayer(layer)
+    bus = Bus(counting)  # type: ignore[arg-type]
+    cid = uuid.uuid4().hex
+    publisher = bus.publisher(cid)
+    async with bus.subscribe(cid, TASK_TOPICS) as sub:
+        # A fast agent: while one send is on its way, the next frames queue up behind it.
+        topics = [TOPIC_PROGRESS] + [TOPIC_TOOLFRAME] * 150 + [TOPIC_RESPONSE]
+        sent = [await publisher.publish(t, {"n": i}) for i, t in enumerate(topics)]
+        await publisher.flush()
+        received = [await asyncio.wait_for(sub.get(), 5) for _ in sent]
+        assert await sub.get(timeout=0.2) is None
+    assert received == sent  # every envelope once, in order, as published
+    assert counting.messages < len(sent) / 2  # in far fewer layer messages
 
 
 def test_bus_needs_a_configured_layer() -> None:

@@ -158,6 +158,7 @@ async def test_acknowledged_envelopes_are_forgotten() -> None:
     publisher = bus.publisher("t1")
     for i in range(10):
         await publisher.publish(TOPIC_TOOLFRAME, {"i": i})
+    await publisher.flush()  # all ten handed to the layer (and lost: nobody listened)
     assert publisher.kept == 10
     publisher.acknowledge(6)
     assert publisher.kept == 4
@@ -182,7 +183,7 @@ class SlowLayer:
         return getattr(self.inner, name)
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
-        self.sent.append(group)
+        self.sent.extend([group] * len(message.get("items", [None])))  # envelopes, not messages
         await asyncio.sleep(0)
         loop = asyncio.get_running_loop()
         # The in-memory group_send does not suspend: each runs whole, in the order scheduled.
@@ -192,7 +193,8 @@ class SlowLayer:
 async def test_a_consumer_that_is_behind_costs_syncs_not_resends() -> None:
     from a2a_toolcall.layers import InMemoryChannelLayer
 
-    slow = SlowLayer(InMemoryChannelLayer(), delay=0.5)
+    # Room for the whole burst: this is about lateness, not about a full channel.
+    slow = SlowLayer(InMemoryChannelLayer(capacity=10_000), delay=0.5)
     bus = Bus(slow)  # type: ignore[arg-type]
     runtime = Runtime(bus=bus, agents={"many": many_frames}, default_agent="many", retain=30)
     work = build_request(uuid.uuid4().hex, user_message("go"))
@@ -219,7 +221,8 @@ async def test_a_sync_that_shows_a_loss_gets_it_resent() -> None:
     async with TaskStream(bus, "t2", probe_after=0.1) as stream:
         await publisher.publish(TOPIC_TOOLFRAME, {"i": 1})
         assert (await stream.get(1)).seq == 1  # type: ignore[union-attr]
-        publisher.last_seq = 2  # seq 2 "published" and lost on the way: only the outbox has it
+        # seq 2 "sent" and lost on the way: only the outbox has it
+        publisher.last_seq = publisher._sent_seq = 2
         publisher._outbox.append(Envelope(TOPIC_TOOLFRAME, "t2", 2, 0.0, {"i": 2}))
         publisher._seq = iter(range(3, 100))  # type: ignore[assignment]
         async with bus.subscribe("t2", ["agent.skill.resend"]) as control:

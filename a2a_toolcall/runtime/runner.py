@@ -172,6 +172,7 @@ class _TaskRun:
                 response = self._stopped_response(self.stop)
             await self._close_open_calls(response)
             await self.publisher.publish(TOPIC_RESPONSE, response)
+            await self.publisher.flush()
             self.responded = True
         except BaseException:
             await self._release(control, watcher)
@@ -193,6 +194,8 @@ class _TaskRun:
                 await watcher
         if self.resends:
             await asyncio.gather(*self.resends, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self.publisher.flush()
         await control.aclose()
 
     def request_stop(self, kind: StopKind, reason: str) -> None:
@@ -450,13 +453,9 @@ class _TaskRun:
             self.open_calls[frame.tool_call_id] = frame.name
         else:
             self.open_calls.pop(frame.tool_call_id, None)
-        payload = {"frame": frame.to_wire()}
-        if self.publisher.publish_nowait(TOPIC_TOOLFRAME, payload) is not None:
-            await self.publisher.pause()
-            return
-        # Shielded: once a frame is handed to the bus, a cancel must not cut it in half; the
-        # publisher's lock keeps it ahead of anything published after the cancel.
-        await asyncio.shield(self.publisher.publish(TOPIC_TOOLFRAME, payload))
+        # Publishing only numbers and queues the frame (the publisher sends it in the
+        # background): a cancel cannot cut it in half.
+        await self.publisher.publish(TOPIC_TOOLFRAME, {"frame": frame.to_wire()})
 
     async def _run_tools(self, calls: list[ToolCall]) -> list[ToolResult]:
         ids = [call.id or uuid.uuid4().hex for call in calls]
@@ -594,7 +593,9 @@ class Runtime:
 
     async def _reject(self, cid: str, error: str) -> dict[str, Any]:
         response = {"status": "failed", "error": error}
-        await self.bus.publisher(cid).publish(TOPIC_RESPONSE, response)
+        publisher = self.bus.publisher(cid)
+        await publisher.publish(TOPIC_RESPONSE, response)
+        await publisher.flush()
         return response
 
     # --- serving ----------------------------------------------------------------------------
