@@ -693,6 +693,9 @@ class Subscription:
         pending, self._pending = self._pending, None
         if pending is not None:
             await self._drain(pending)
+        discard = getattr(self.layer, "discard_waiter", None)
+        if discard is not None:
+            discard(self.channel)
 
     async def _drain(self, pending: asyncio.Task[dict[str, Any]]) -> None:
         # End the pending receive by sending our own channel a wake-up message rather than by
@@ -729,11 +732,25 @@ class Subscription:
         if self._batched:
             return self._batched.popleft()
         nowait = getattr(self.layer, "receive_nowait", None)
+        waiter_for = getattr(self.layer, "message_waiter", None)
         while True:
             message = None
             if self._pending is None and nowait is not None:
                 # A message already waiting is taken at once, without a receive task.
                 message = nowait(self.channel)
+                if message is None and waiter_for is not None:
+                    # Nothing yet: wait on a future the layer completes at the next message.
+                    waiter = waiter_for(self.channel)
+                    if not waiter.done():
+                        try:
+                            async with asyncio.timeout(timeout):
+                                await waiter
+                        except TimeoutError:
+                            return None
+                        finally:
+                            if not waiter.done() or waiter.cancelled():
+                                self.layer.discard_waiter(self.channel)  # type: ignore[attr-defined]
+                    continue
             if message is None:
                 if self._pending is None:
                     self._pending = asyncio.ensure_future(self.layer.receive(self.channel))

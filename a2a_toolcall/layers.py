@@ -12,7 +12,9 @@ semantics (capacity, message expiry, group expiry, ``ChannelFull``) and drops th
 - expired messages and group memberships are swept at most once per ``sweep_interval`` seconds
   (default 1 s) instead of on every call;
 - ``group_send`` puts the message on each member's queue directly;
-- ``receive_nowait(channel)`` takes a waiting message without a task (the bus uses it).
+- ``receive_nowait(channel)`` takes a waiting message without a task, and
+  ``message_waiter(channel)`` is a future done once one waits (the bus uses both: a stream
+  waiting for its next message costs a future, not a task and a queue).
 
 Use it as the layer's ``BACKEND``::
 
@@ -38,6 +40,7 @@ class InMemoryChannelLayer(_StockInMemoryChannelLayer):
         super().__init__(*args, **kwargs)
         self.sweep_interval = sweep_interval
         self._next_sweep = 0.0
+        self._waiters: dict[str, asyncio.Future[None]] = {}
 
     def _sweep(self) -> None:
         now = time.monotonic()
@@ -53,6 +56,30 @@ class InMemoryChannelLayer(_StockInMemoryChannelLayer):
             queue.put_nowait((time.time() + self.expiry, message))
         except asyncio.QueueFull:
             raise ChannelFull(channel) from None
+        waiter = self._waiters.pop(channel, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def message_waiter(self, channel: str) -> asyncio.Future[None]:
+        """A future that is done once a message waits on ``channel`` (at once if one does).
+
+        Not part of the channel layer API: with :meth:`receive_nowait` it lets the bus wait
+        for a message without a receive task and without a queue for an empty channel. One
+        waiter per channel (a channel has one reader); :meth:`discard_waiter` forgets it.
+        """
+        waiter = asyncio.get_running_loop().create_future()
+        queue = self.channels.get(channel)
+        if queue is not None and not queue.empty():
+            waiter.set_result(None)
+        else:
+            self._waiters[channel] = waiter
+        return waiter
+
+    def discard_waiter(self, channel: str) -> None:
+        """Forget the waiter of ``channel`` (its reader stopped waiting)."""
+        waiter = self._waiters.pop(channel, None)
+        if waiter is not None and not waiter.done():
+            waiter.cancel()
 
     async def send(self, channel: str, message: dict[str, Any]) -> None:
         """Put ``message`` (not a copy) on ``channel``."""

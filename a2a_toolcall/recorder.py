@@ -256,7 +256,7 @@ class Recorder:
 
     def _emit(self, response: StreamResponse, emitted_at: datetime) -> LoggedEvent:
         self.seq += 1
-        event = LoggedEvent(self.seq, response, emitted_at)
+        event = LoggedEvent(self.seq, response, emitted_at).compact()
         self.unwritten.append(event)
         return event
 

@@ -106,6 +106,15 @@ class LoggedEvent:
             self._json = self._response.to_json()
         return self._json
 
+    def compact(self) -> LoggedEvent:
+        """Keep the event as its JSON only (the model is rebuilt if asked for): a task's events
+        stay in memory while it runs, and bytes take a fraction of the models' room."""
+        if self._json is None:
+            assert self._response is not None
+            self._json = self._response.to_json()
+        self._response = None
+        return self
+
     @property
     def ends_stream(self) -> bool:
         """A terminal or interrupted status update (or snapshot) ends a stream (spec 9.4.2)."""

@@ -60,6 +60,24 @@ def cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * CLOCK_TICK_MS
 
 
+SERVICES = ("postgres", "redis-server")
+
+
+def service_cpu() -> dict[int, float]:
+    """CPU ms of every PostgreSQL and Redis server process on the machine, by pid."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # gone meanwhile
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        if name.startswith(SERVICES):
+            fields = text.rsplit(")", 1)[1].split()
+            found[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) * CLOCK_TICK_MS
+    return found
+
+
 def rss_kib(pid: int) -> float:
     """Resident memory of a process, in KiB."""
     return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_KIB
@@ -298,11 +316,17 @@ async def load_on(target: Target, **kwargs: Any) -> Any:
 
 
 async def measure_load(target: Target, cfg: Config, concurrency: int, tasks: int) -> dict[str, Any]:
+    services = service_cpu() if target.postgres else {}
     before = target.cpu_ms()
     result = await load_on(target, concurrency=concurrency, tasks=tasks, k=cfg.k, pad=cfg.pad)
     used = target.cpu_ms() - before
     figures = result.figures()
     figures["cpu_ms_per_1000_frames"] = used / result.frames * 1000
+    if target.postgres:
+        # What Redis and PostgreSQL spent on top (a backend that exited meanwhile is missed).
+        after = service_cpu()
+        spent = sum(ms - services.get(pid, 0.0) for pid, ms in after.items())
+        figures["services_cpu_ms_per_1000_frames"] = spent / result.frames * 1000
     figures["cpu_ms"] = used
     figures["frames"] = result.frames
     figures["wall_s"] = result.wall_s
@@ -501,6 +525,15 @@ def table(report: dict[str, Any]) -> str:
             f"{ld['emit_to_receive_p99_ms']['median']:.1f} "
             f"| {_cell(c1['first_event_p50_ms'], 1)} |"
         )
+    for t in report["targets"].values():
+        services = t.get("load", {}).get("services_cpu_ms_per_1000_frames")
+        if services:
+            lines += [
+                "",
+                f"{t['label']}: the Redis and PostgreSQL server processes (shared with nothing "
+                f"else during the run) used {_cell(services)} CPU ms per 1,000 frames on top "
+                "of the figure above.",
+            ]
     lines += [
         "",
         f"Idle open streams (`bench hold={cfg['hold_seconds']:g}`), growth of the server "
