@@ -450,6 +450,15 @@ def _group_send_nowait(layer: BaseChannelLayer) -> Any:
     return None
 
 
+def _take_run(queue: collections.deque[Envelope]) -> list[Envelope]:
+    """Take the envelopes of one topic from the front of ``queue`` (at most ``BATCH``)."""
+    topic = queue[0].topic
+    run = [queue.popleft()]
+    while queue and queue[0].topic == topic and len(run) < BATCH:
+        run.append(queue.popleft())
+    return run
+
+
 class TaskPublisher:
     """Publishes the envelopes of one task with consecutive ``seq`` numbers, and can resend them.
 
@@ -551,10 +560,7 @@ class TaskPublisher:
         try:
             while self._queue:
                 async with self._lock:
-                    topic = self._queue[0].topic
-                    batch: list[Envelope] = []
-                    while self._queue and self._queue[0].topic == topic and len(batch) < BATCH:
-                        batch.append(self._queue.popleft())
+                    batch = _take_run(self._queue)
                     try:
                         await self.bus.send_envelopes(batch)
                     except Exception:
@@ -593,17 +599,9 @@ class TaskPublisher:
         """
         async with self._lock:
             again = [e for e in self._outbox if from_seq <= e.seq <= self._sent_seq]
-            start = 0
-            while start < len(again):  # batched as they were sent: runs of one topic
-                end = start + 1
-                while (
-                    end < len(again)
-                    and end - start < BATCH
-                    and again[end].topic == again[start].topic
-                ):
-                    end += 1
-                await self.bus.send_envelopes(again[start:end])
-                start = end
+            left = collections.deque(again)
+            while left:  # batched as they were sent: runs of one topic
+                await self.bus.send_envelopes(_take_run(left))
             if not again:
                 await self._send_sync()
         return len(again)
@@ -740,16 +738,8 @@ class Subscription:
                 message = nowait(self.channel)
                 if message is None and waiter_for is not None:
                     # Nothing yet: wait on a future the layer completes at the next message.
-                    waiter = waiter_for(self.channel)
-                    if not waiter.done():
-                        try:
-                            async with asyncio.timeout(timeout):
-                                await waiter
-                        except TimeoutError:
-                            return None
-                        finally:
-                            if not waiter.done() or waiter.cancelled():
-                                self.layer.discard_waiter(self.channel)  # type: ignore[attr-defined]
+                    if not await self._await_message(waiter_for(self.channel), timeout):
+                        return None
                     continue
             if message is None:
                 if self._pending is None:
@@ -784,6 +774,20 @@ class Subscription:
                 )
                 continue
             return envelope
+
+    async def _await_message(self, waiter: asyncio.Future[None], timeout: float | None) -> bool:
+        """Wait for ``waiter`` (a layer's ``message_waiter``); False when ``timeout`` passes."""
+        if waiter.done():
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await waiter
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            if waiter.cancelled():
+                self.layer.discard_waiter(self.channel)  # type: ignore[attr-defined]
 
     def __aiter__(self) -> AsyncIterator[Envelope]:
         return self._iterate()

@@ -48,7 +48,6 @@ from a2a_toolcall.contract import (
     TOOL_CALL_V1_MIME_TYPE,
     TOOL_CALL_V1_URI,
     ToolCallCompleted,
-    ToolCallFailed,
     ToolCallParseError,
     ToolCallStarted,
     ToolInvocation,
@@ -72,6 +71,7 @@ from a2a_toolcall.protocol.models import (
     format_timestamp,
     parse_timestamp,
 )
+from a2a_toolcall.runtime.events import Frame
 from a2a_toolcall.store import LoggedEvent, TaskWrite
 
 __all__ = ["FLUSH_INTERVAL", "Recorder", "TaskHub", "ends_stream", "hub_for"]
@@ -123,9 +123,6 @@ _FRAME_SUFFIX: Final = b"".join(
         b']},"append":false,"lastChunk":false}}',
     )
 )
-
-
-Frame = ToolCallStarted | ToolCallCompleted | ToolCallFailed
 
 
 def frame_event_prefix(task_id: str, context_id: str) -> bytes:

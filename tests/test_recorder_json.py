@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from a2a_toolcall.contract import TOOL_CALL_ARTIFACT_NAME, TOOL_CALL_V1_URI, emit_tool_call
 from a2a_toolcall.protocol.models import Artifact, StreamResponse, TaskArtifactUpdateEvent
-from a2a_toolcall.recorder import Frame, frame_event_json, frame_event_prefix
+from a2a_toolcall.recorder import frame_event_json, frame_event_prefix
+from a2a_toolcall.runtime.events import Frame
 from a2a_toolcall.store import LoggedEvent
 from tests import strategies as s
 

@@ -65,20 +65,26 @@ async def collect(stream: TaskStream) -> list[Envelope]:
             return got
 
 
-async def test_every_envelope_arrives_once_in_order_despite_losses(
-    layer: BaseChannelLayer,
-) -> None:
-    lossy = LossyLayer(layer, loss=0.2, seed=7)
-    bus = Bus(lossy)  # type: ignore[arg-type]
+async def run_many_frames(layer: Any, probe_after: float) -> list[Envelope]:
+    """Run the fast agent over ``layer`` and collect its task's envelopes as a consumer."""
+    bus = Bus(layer)
     runtime = Runtime(bus=bus, agents={"many": many_frames}, default_agent="many", retain=30)
     work = build_request(uuid.uuid4().hex, user_message("go"))
     try:
-        async with TaskStream(bus, work["cid"], probe_after=0.2) as stream:
+        async with TaskStream(bus, work["cid"], probe_after=probe_after) as stream:
             running = asyncio.ensure_future(runtime.run(work))
             got = await asyncio.wait_for(collect(stream), 60)
             await running
     finally:
         await runtime.shutdown()
+    return got
+
+
+async def test_every_envelope_arrives_once_in_order_despite_losses(
+    layer: BaseChannelLayer,
+) -> None:
+    lossy = LossyLayer(layer, loss=0.2, seed=7)
+    got = await run_many_frames(lossy, probe_after=0.2)
     assert lossy.dropped > 50  # the test really lost messages
     assert [e.seq for e in got] == list(range(1, len(got) + 1))
     assert len([e for e in got if e.topic == TOPIC_TOOLFRAME]) == 300
@@ -195,18 +201,9 @@ async def test_a_consumer_that_is_behind_costs_syncs_not_resends() -> None:
 
     # Room for the whole burst: this is about lateness, not about a full channel.
     slow = SlowLayer(InMemoryChannelLayer(capacity=10_000), delay=0.5)
-    bus = Bus(slow)  # type: ignore[arg-type]
-    runtime = Runtime(bus=bus, agents={"many": many_frames}, default_agent="many", retain=30)
-    work = build_request(uuid.uuid4().hex, user_message("go"))
-    try:
-        # Probes every 0.1 s while every message is 0.5 s on its way: each probe is answered by
-        # one sync, which arrives after what was published before it, so nothing is resent.
-        async with TaskStream(bus, work["cid"], probe_after=0.1) as stream:
-            running = asyncio.ensure_future(runtime.run(work))
-            got = await asyncio.wait_for(collect(stream), 30)
-            await running
-    finally:
-        await runtime.shutdown()
+    # Probes every 0.1 s while every message is 0.5 s on its way: each probe is answered by
+    # one sync, which arrives after what was published before it, so nothing is resent.
+    got = await run_many_frames(slow, probe_after=0.1)
     assert [e.seq for e in got] == list(range(1, len(got) + 1))
     frames = [g for g in slow.sent if g.startswith(TOPIC_TOOLFRAME)]
     assert len(frames) == 300  # each frame sent once
