@@ -13,6 +13,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from a2a_toolcall.layers import InMemoryChannelLayer as FastInMemoryChannelLayer
+from tests.browser import ChromiumMissing, ensure_chromium
 
 # "default": the CI run. "thorough": `HYPOTHESIS_PROFILE=thorough pytest` for a deeper search.
 hypothesis_settings.register_profile(
@@ -25,6 +26,21 @@ hypothesis_settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "browser: drives a real Chromium (found or installed by tests/browser.py)"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Before any test runs: find Chromium (or install it) if a browser test was selected."""
+    if any(item.get_closest_marker("browser") for item in items):
+        try:
+            ensure_chromium()
+        except ChromiumMissing as missing:
+            pytest.exit(str(missing), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 LAYERS = ["memory", "a2a-memory", "redis", "pubsub"]

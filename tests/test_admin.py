@@ -227,26 +227,19 @@ def test_the_task_page_query_count_does_not_grow_with_the_calls(viewer: Client) 
     print(f"\ntask page queries: {counts[10]} with 10 calls, {counts[1000]} with 1,000")
 
 
+@pytest.mark.browser
 def test_the_timeline_renders_in_a_real_browser(
     live_server: Any, recorded: Task, tmp_path: Path
 ) -> None:
     from playwright.sync_api import sync_playwright
 
+    from tests.browser import launch
+
     User.objects.create_superuser("browser", password="pw-browser")
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")  # Playwright runs its own loop
     shot = tmp_path / "timeline.png"
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path="/usr/bin/chromium",
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
+        browser = launch(pw)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(
             f"{live_server.url}/admin/login/?next=/admin/a2a_toolcall/task/{recorded.id}/change/"

@@ -36,6 +36,7 @@ from a2a_toolcall.contract import (
     parse_tool_call,
 )
 from a2a_toolcall.protocol.sse import SSEDecoder
+from tests.browser import launch
 from tests.live import ROOT, LiveServer, live_server
 from tests.proxy import TCPProxy
 
@@ -46,6 +47,8 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
+pytestmark = pytest.mark.browser
+
 PARALLEL = "what is 6*7 and the time in Tokyo, wait 2 and fail"
 
 
@@ -58,17 +61,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     with sync_playwright() as pw:
-        launched = pw.chromium.launch(
-            executable_path="/usr/bin/chromium",
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
+        launched = launch(pw)
         yield launched
         launched.close()
 
