@@ -9,6 +9,10 @@ It reads the request as a list of things to do, separated by "and", commas, semi
 - "fail" / "break"                          -> ``broken`` (always raises: a failed frame)
 - "ask me"                                  -> asks for your name (input-required), then greets
 
+A clause naming only a place right after a time request ("the time in Tokyo and in Lima") is
+another clock call. Whatever else it cannot read, the reply says so ("I did not understand:
+'...'"): nothing is dropped silently.
+
 Try: ``what is 6*7 and the time in Tokyo, wait 2 and fail``.
 """
 
@@ -19,6 +23,7 @@ import asyncio
 import operator
 import re
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -89,6 +94,7 @@ CITIES = {
     "sydney": "Australia/Sydney",
     "mumbai": "Asia/Kolkata",
     "sao paulo": "America/Sao_Paulo",
+    "lima": "America/Lima",
     "utc": "UTC",
 }
 
@@ -130,6 +136,8 @@ def broken() -> str:
 
 _SPLIT = re.compile(r"\s*(?:[,;\n]|\band\b|\bthen\b)\s*", re.IGNORECASE)
 _CLOCK = re.compile(r"\b(?:time|clock)\s+(?:is it\s+)?in\s+(?P<place>.+)$", re.IGNORECASE)
+_MORE_PLACES = re.compile(r"^(?:(?:and|also)\s+)?(?:in|at|for)\s+(?P<place>.+)$", re.IGNORECASE)
+_ZONE = re.compile(r"^[A-Za-z_]+/[A-Za-z_/+-]+$")
 _SLOW = re.compile(
     r"\b(?:wait|sleep|slow)\s*(?:for\s*)?(?P<seconds>\d+(?:\.\d+)?)\s*(?:s|secs?|seconds?)?\b",
     re.IGNORECASE,
@@ -146,24 +154,65 @@ HELP = (
 )
 
 
+@dataclass
+class Plan:
+    """What a request asks for: tool calls, whether to ask the user, and what was not understood."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    ask: bool = False
+    not_understood: list[str] = field(default_factory=list)
+
+
+def read_request(text: str, *, more: Callable[[str], ToolCall | None] | None = None) -> Plan:
+    """Read a request clause by clause (``more`` reads clauses of the caller's own tools first)."""
+    result = Plan()
+    previous: ToolCall | None = None
+    for clause in filter(None, (c.strip() for c in _SPLIT.split(text))):
+        call = more(clause) if more is not None else None
+        if call is None and _ASK.search(clause):
+            result.ask = True
+            previous = None
+            continue
+        if call is None:
+            call = _read_clause(clause, previous)
+        if call is None:
+            result.not_understood.append(clause)
+        else:
+            result.calls.append(call)
+        previous = call
+    return result
+
+
+def _read_clause(clause: str, previous: ToolCall | None) -> ToolCall | None:
+    if match := _CLOCK.search(clause):
+        return ToolCall("clock", {"place": match["place"]}, run=clock)
+    if previous is not None and previous.name == "clock":
+        # "the time in Tokyo and in Lima": a place alone goes on with the time request.
+        place = match["place"] if (match := _MORE_PLACES.match(clause)) else clause
+        bare = place.strip().rstrip("?.!").strip()
+        if match or bare.lower() in CITIES or _ZONE.match(bare):
+            return ToolCall("clock", {"place": place}, run=clock)
+    if match := _SLOW.search(clause):
+        return ToolCall("slow", {"seconds": float(match["seconds"])}, run=slow)
+    if _FAIL.search(clause):
+        return ToolCall("broken", {}, run=broken)
+    expression = _MATH_PREFIX.sub("", clause).rstrip("?= ")
+    if _MATH.match(expression):
+        return ToolCall("calculator", {"expression": expression}, run=calculator)
+    return None
+
+
 def plan(text: str) -> tuple[list[ToolCall], bool]:
     """The tool calls a request asks for, and whether it asks to be asked something."""
-    calls: list[ToolCall] = []
-    ask = False
-    for clause in filter(None, (c.strip() for c in _SPLIT.split(text))):
-        if _ASK.search(clause):
-            ask = True
-        elif match := _CLOCK.search(clause):
-            calls.append(ToolCall("clock", {"place": match["place"]}, run=clock))
-        elif match := _SLOW.search(clause):
-            calls.append(ToolCall("slow", {"seconds": float(match["seconds"])}, run=slow))
-        elif _FAIL.search(clause):
-            calls.append(ToolCall("broken", {}, run=broken))
-        else:
-            expression = _MATH_PREFIX.sub("", clause).rstrip("?= ")
-            if _MATH.match(expression):
-                calls.append(ToolCall("calculator", {"expression": expression}, run=calculator))
-    return calls, ask
+    request = read_request(text)
+    return request.calls, request.ask
+
+
+def not_understood_note(clauses: list[str]) -> str:
+    """The sentence a reply ends with when parts of the request were not understood."""
+    if not clauses:
+        return ""
+    return "I did not understand: " + ", ".join(repr(clause) for clause in clauses) + "."
 
 
 def _describe(call: ToolCall, result: ToolResult) -> str:
@@ -179,16 +228,18 @@ def _describe(call: ToolCall, result: ToolResult) -> str:
 
 async def demo_agent(task: AgentInput) -> AsyncGenerator[Event, Any]:
     """Run the tools the request asks for, in parallel, then answer."""
-    calls, ask = plan(task.text)
-    if not calls and not ask:
+    request = read_request(task.text)
+    calls = request.calls
+    if not calls and not request.ask:
         yield Reply(text=HELP)
         return
     lines: list[str] = []
     if calls:
         results: list[ToolResult] = yield calls
         lines = [_describe(call, result) for call, result in zip(calls, results, strict=True)]
-    if ask:
+    if request.ask:
         yield Progress("waiting for your answer")
         answer: UserAnswer = yield InputRequest("What is your name?")
         lines.append(f"nice to meet you, {answer.text.strip() or 'stranger'}")
-    yield Reply(text="; ".join(lines) + ".")
+    note = not_understood_note(request.not_understood)
+    yield Reply(text="; ".join(lines) + "." + (f" {note}" if note else ""))

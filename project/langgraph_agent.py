@@ -7,8 +7,12 @@ No network, no key. Set ``A2A_DEMO_OPENAI_MODEL`` (and ``A2A_DEMO_OPENAI_BASE_UR
 ``A2A_DEMO_OPENAI_API_KEY``) to use an OpenAI-compatible model instead (needs
 ``langchain-openai``, the ``openai`` extra).
 
-Tools: ``calculator``, ``clock``, ``slow``, ``broken`` (as in the plain demo agent) and
-``search_docs``, a search over this project's own documentation.
+Tools: ``calculator``, ``clock``, ``slow``, ``broken`` (as in the plain demo agent),
+``search_docs``, a search over this project's own documentation, and two that need the user,
+through LangGraph's ``interrupt`` (A2A input-required): ``ask_user`` ("ask me": asks your name,
+then greets) and ``charge_card`` ("charge 5 to my card"), marked sensitive: the graph asks for
+approval before it runs, and anything but "approve" declines it. Each tool call runs as its own
+task (``Send``), so a call waiting for the user never makes the others run twice.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +35,12 @@ from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command, Send, interrupt
 from pydantic import Field
 
+from a2a_toolcall.runtime import ToolCall
 from a2a_toolcall.runtime.langgraph import LangGraphAgent, message_text
 from project import agents as plain
 
@@ -83,7 +91,65 @@ def search_docs(query: str) -> list[dict[str, Any]]:
     return [hit for _, hit in hits[:5]]
 
 
-TOOLS: list[BaseTool] = [calculator, clock, slow, broken, search_docs]
+@tool
+def ask_user(question: str) -> str:
+    """Ask the user a question and wait for the answer."""
+    return str(interrupt(question)).strip()
+
+
+CHARGES: deque[dict[str, Any]] = deque(maxlen=100)
+"""The demo card's ledger: what ``charge_card`` "charged" (nothing real), newest last."""
+
+
+@tool
+def charge_card(amount: float) -> dict[str, Any]:
+    """Charge an amount to the user's card (a demo: nothing is charged). Needs approval."""
+    if not 0 < amount <= 10_000:
+        raise ValueError("charge between 0 and 10000")
+    receipt = {"charged": amount, "currency": "EUR", "receipt": f"demo-{uuid.uuid4().hex[:8]}"}
+    CHARGES.append(receipt)
+    return receipt
+
+
+SENSITIVE = "sensitive"
+"""The tool metadata key that makes the graph ask the user before the tool runs."""
+charge_card.metadata = {SENSITIVE: True}
+
+APPROVE = "approve"
+
+TOOLS: list[BaseTool] = [calculator, clock, slow, broken, search_docs, ask_user, charge_card]
+
+
+async def approve_sensitive(
+    request: ToolCallRequest,
+    execute: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+) -> ToolMessage | Command[Any]:
+    """Before a tool marked sensitive runs, ask the user (``interrupt``); only "approve" runs it.
+
+    On resume the tool task starts again: ``interrupt`` then returns the answer instead of
+    pausing, so the tool runs (or is declined) exactly once.
+    """
+    if request.tool is None or not (request.tool.metadata or {}).get(SENSITIVE):
+        return await execute(request)
+    call = request.tool_call
+    args = ", ".join(f"{key}={value!r}" for key, value in call["args"].items())
+    decision = interrupt(
+        {
+            "question": f"approve {call['name']}({args})? Answer approve or reject.",
+            "tool": call["name"],
+            "args": call["args"],
+            "choices": [APPROVE, "reject"],
+        }
+    )
+    if str(decision).strip().lower() == APPROVE:
+        return await execute(request)
+    return ToolMessage(
+        f"rejected by the user (answered {str(decision).strip()!r}); nothing was done",
+        tool_call_id=call["id"],
+        name=call["name"],
+        status="error",
+    )
+
 
 # --- the offline planner -----------------------------------------------------------------------
 
@@ -91,26 +157,45 @@ _SEARCH = re.compile(
     r"\b(?:search|look\s+up|find)\s+(?:in\s+)?(?:the\s+)?docs?\s+(?:for|about)\s+(?P<q>.+)$",
     re.IGNORECASE,
 )
+_CHARGE = re.compile(r"\bcharge\s+(?:me\s+)?(?P<amount>\d+(?:\.\d+)?)\b", re.IGNORECASE)
+NAME_QUESTION = "What is your name?"
+
+HELP = (
+    'I can do arithmetic ("what is 6*7"), tell the time somewhere ("time in Tokyo"), '
+    'wait a while ("wait 3"), fail on purpose ("fail"), ask you something ("ask me"), search '
+    'these docs ("search the docs for keepalive") and charge your card once you approve '
+    '("charge 5 to my card"; a demo: nothing is charged). Combine them with "and" to run '
+    "several tools in parallel."
+)
+
+
+def _own_clause(clause: str) -> ToolCall | None:
+    if match := _SEARCH.search(clause):
+        return ToolCall("search_docs", {"query": match["q"].strip()})
+    if match := _CHARGE.search(clause):
+        amount = float(match["amount"])
+        return ToolCall("charge_card", {"amount": int(amount) if amount.is_integer() else amount})
+    return None
+
+
+def read_request(text: str) -> plain.Plan:
+    """What a request asks for, in this agent's tools ("ask me" becomes an ``ask_user`` call)."""
+    request = plain.read_request(text, more=_own_clause)
+    if request.ask:
+        request.calls.append(ToolCall("ask_user", {"question": NAME_QUESTION}))
+    return request
 
 
 def plan_calls(text: str) -> list[dict[str, Any]]:
     """The tool calls (name, args) a request asks for, in order."""
-    calls: list[dict[str, Any]] = []
-    rest = []
-    for clause in filter(None, (c.strip() for c in plain._SPLIT.split(text))):
-        match = _SEARCH.search(clause)
-        if match:
-            calls.append({"name": "search_docs", "args": {"query": match["q"].strip()}})
-        else:
-            rest.append(clause)
-    planned, _ = plain.plan(" and ".join(rest))
-    calls += [{"name": call.name, "args": dict(call.args or {})} for call in planned]
-    return calls
+    return [{"name": call.name, "args": dict(call.args or {})} for call in read_request(text).calls]
 
 
 def _describe(name: str, args: dict[str, Any], message: ToolMessage) -> str:
     if message.status == "error":
         first_line = message_text(message).strip().splitlines()[0]
+        if first_line.startswith("rejected by the user"):
+            return f"{name} was not run: {first_line}"
         return f"{name} failed: {first_line}"
     try:
         value: Any = json.loads(message_text(message))
@@ -120,6 +205,10 @@ def _describe(name: str, args: dict[str, Any], message: ToolMessage) -> str:
         return f"{args.get('expression')} = {value}"
     if name == "clock" and isinstance(value, dict):
         return f"it is {value['time']} in {value['place']} ({value['zone']})"
+    if name == "ask_user":
+        return f"nice to meet you, {value or 'stranger'}"
+    if name == "charge_card" and isinstance(value, dict):
+        return f"charged {value['charged']:g} {value['currency']} (receipt {value['receipt']})"
     if name == "search_docs" and isinstance(value, list):
         found = ", ".join(f"{hit['file']}:{hit['line']}" for hit in value) or "nothing"
         return f"the docs mention {args.get('query')!r} at {found}"
@@ -146,7 +235,7 @@ class PlannerChatModel(BaseChatModel):
         if isinstance(last, HumanMessage):
             calls = [c for c in plan_calls(message_text(last)) if c["name"] in self.bound_tools]
             if not calls:
-                return AIMessage(content=plain.HELP)
+                return AIMessage(content=HELP)
             return AIMessage(
                 content="",
                 tool_calls=[
@@ -162,7 +251,9 @@ class PlannerChatModel(BaseChatModel):
             for call in asked.tool_calls
             if call["id"] in results
         ]
-        return AIMessage(content="; ".join(lines) + ".")
+        request = next(m for m in reversed(messages) if isinstance(m, HumanMessage))
+        note = plain.not_understood_note(read_request(message_text(request)).not_understood)
+        return AIMessage(content="; ".join(lines) + "." + (f" {note}" if note else ""))
 
     def _generate(
         self,
@@ -198,8 +289,20 @@ def default_model() -> BaseChatModel:
     return chat
 
 
+def _act(state: MessagesState) -> list[Send] | str:
+    """Each tool call of the model's last turn as its own task (all in one step), or the end."""
+    last = state["messages"][-1]
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return [Send("tools", [call]) for call in last.tool_calls]
+    return END
+
+
 def build_graph(model: BaseChatModel, tools: Sequence[BaseTool] = TOOLS) -> Any:
-    """A ReAct loop: the model, then the tools it asked for (in parallel), until it answers."""
+    """A ReAct loop: the model, then the tools it asked for (in parallel), until it answers.
+
+    Each tool call is a task of its own (``Send``): when one waits for the user (``interrupt``),
+    the results of the others are kept, and only the waiting one runs again on resume.
+    """
     bound = model.bind_tools(list(tools))
 
     async def think(state: MessagesState) -> dict[str, Any]:
@@ -207,9 +310,12 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool] = TOOLS) -> Any:
 
     graph = StateGraph(MessagesState)
     graph.add_node("agent", think)
-    graph.add_node("tools", ToolNode(list(tools), handle_tool_errors=True))
+    graph.add_node(
+        "tools",
+        ToolNode(list(tools), handle_tool_errors=True, awrap_tool_call=approve_sensitive),
+    )
     graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", tools_condition, ["tools", END])
+    graph.add_conditional_edges("agent", _act, ["tools", END])
     graph.add_edge("tools", "agent")
     return graph.compile(checkpointer=InMemorySaver())
 

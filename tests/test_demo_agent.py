@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from a2a_toolcall.testing import run_agent
-from project.agents import HELP, calculator, clock, demo_agent, plan, slow
+from project.agents import (
+    HELP,
+    calculator,
+    clock,
+    demo_agent,
+    not_understood_note,
+    plan,
+    read_request,
+    slow,
+)
 
 
 @pytest.mark.parametrize(
@@ -87,3 +96,27 @@ async def test_a_full_run_with_parallel_tools_a_failure_and_a_question() -> None
     assert run.text is not None
     assert run.text.startswith("6*7 = 42; clock failed: LookupError: unknown place")
     assert run.text.endswith("slow: waited 0.1 s; nice to meet you, Ada.")
+
+
+def test_a_place_after_a_time_request_is_another_clock_call() -> None:
+    request = read_request("what is 6*7 and the time in Tokyo and in Lima, Paris and Europe/Rome")
+    assert [(c.name, c.args) for c in request.calls] == [
+        ("calculator", {"expression": "6*7"}),
+        ("clock", {"place": "Tokyo"}),
+        ("clock", {"place": "Lima"}),
+        ("clock", {"place": "Paris"}),
+        ("clock", {"place": "Europe/Rome"}),
+    ]
+    assert request.not_understood == []
+    # Without a time request before it, "in Lima" means nothing.
+    assert read_request("in Lima").not_understood == ["in Lima"]
+
+
+async def test_what_is_not_understood_is_said_not_dropped() -> None:
+    run = await run_agent(demo_agent, "what is 6*7 and the time in Tokyo and in Lima and dance")
+    assert [c.name for c in run.timeline] == ["calculator", "clock", "clock"]
+    assert run.text is not None
+    assert run.text.startswith("6*7 = 42; it is ")
+    assert "in Lima (America/Lima)" in run.text
+    assert run.text.endswith(". I did not understand: 'dance'.")
+    assert not_understood_note(["a", "b c"]) == "I did not understand: 'a', 'b c'."

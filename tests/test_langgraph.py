@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -13,13 +14,21 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import interrupt
 
+from a2a_toolcall.bus import TOPIC_INPUT_REQUEST, TOPIC_TOOLFRAME
 from a2a_toolcall.contract import ToolCallCompleted, ToolCallFailed, ToolCallStarted
-from a2a_toolcall.runtime.langgraph import LangGraphAgent, extract_tool_frames, message_text
+from a2a_toolcall.runtime.langgraph import (
+    ABANDONED,
+    LangGraphAgent,
+    extract_tool_frames,
+    input_request,
+    message_text,
+)
 from a2a_toolcall.runtime.limits import bound
 from a2a_toolcall.testing import AgentRun, run_agent, user_message
-from project.langgraph_agent import PlannerChatModel, build_graph, plan_calls
-from tests.scripted_model import call, scripted
+from project.langgraph_agent import CHARGES, PlannerChatModel, build_graph, plan_calls
+from tests.scripted_model import asks_twice, call, confirm, scripted
 
 # --- tools -------------------------------------------------------------------------------------
 
@@ -395,3 +404,302 @@ async def test_the_demo_assistant_end_to_end_in_process() -> None:
 @pytest.fixture(autouse=True)
 def _reset_naps() -> None:
     AFTER_NAP.clear()
+
+
+# --- human in the loop: interrupt -> input-required -> Command(resume=...) ---------------------
+
+
+def kinds(run: AgentRun) -> list[tuple[str, Any]]:
+    """Frames and questions in publication order: what a client sees of the task."""
+    seen: list[tuple[str, Any]] = []
+    for envelope in run.envelopes:
+        if envelope.topic == TOPIC_TOOLFRAME:
+            frame = envelope.payload["frame"]
+            seen.append((frame["phase"], frame["toolCallId"]))
+        elif envelope.topic == TOPIC_INPUT_REQUEST:
+            seen.append(("asked", envelope.payload["question"]))
+    return seen
+
+
+@pytest.mark.parametrize("checkpointer", [None, "own"])
+async def test_two_interrupts_in_one_task_each_resumed_by_an_answer(
+    checkpointer: str | None,
+) -> None:
+    model = scripted(
+        AIMessage("", tool_calls=[call("confirm", "q1", question="Ship it?")]),
+        AIMessage("", tool_calls=[call("confirm", "q2", question="Really?")]),
+        AIMessage("shipped"),
+    )
+    saver = InMemorySaver() if checkpointer else None
+    agent = LangGraphAgent(react(model, [confirm], checkpointer=saver))
+    run = await run_agent(agent, "ship", answers=["yes", "sure"], context_id="hitl-1")
+    assert run.status == "completed" and run.text == "shipped"
+    # Each tool started before its question and completed with the answer after it.
+    assert kinds(run) == [
+        ("started", "q1"),
+        ("asked", "Ship it?"),
+        ("completed", "q1"),
+        ("started", "q2"),
+        ("asked", "Really?"),
+        ("completed", "q2"),
+    ]
+    results = [f.result for f in run.frames if isinstance(f, ToolCallCompleted)]
+    assert results == ["the user said yes", "the user said sure"]
+    assert run.narration == ["thinking", "running confirm", "running confirm"]
+    if saver is None:
+        # The in-memory saver the agent brought forgets the task's thread when it ends.
+        assert agent.task_saver is not None and not agent.task_saver.storage
+    else:
+        state = await agent.graph.aget_state({"configurable": {"thread_id": "hitl-1"}})
+        assert state.next == () and len(state.values["messages"]) == 6
+
+
+async def test_a_dict_interrupt_asks_its_question_and_offers_its_choices() -> None:
+    async def approve(state: MessagesState) -> dict[str, Any]:
+        decision = interrupt(
+            {"question": "Deploy to production?", "choices": ["approve", "reject"]}
+        )
+        return {"messages": [AIMessage(f"decision: {decision}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("approve", approve)
+    graph.add_edge(START, "approve")
+    graph.add_edge("approve", END)
+    run = await run_agent(LangGraphAgent(graph.compile()), "deploy", answers=["approve"])
+    assert run.text == "decision: approve"
+    (request,) = [e.payload for e in run.of(TOPIC_INPUT_REQUEST)]
+    assert request["question"] == "Deploy to production?"
+    assert request["meta"]["choices"] == ["approve", "reject"]
+    assert request["meta"]["value"] == {
+        "question": "Deploy to production?",
+        "choices": ["approve", "reject"],
+    }
+
+
+def test_input_request_reads_interrupt_values() -> None:
+    from langgraph.types import Interrupt
+
+    assert input_request(Interrupt("Your name?", id="i1")).question == "Your name?"
+    assert input_request(Interrupt({"prompt": "Pick one"}, id="i2")).question == "Pick one"
+    other = input_request(Interrupt({"amount": 5}, id="i3"))
+    assert other.question == '{"amount": 5}' and other.meta == {
+        "interruptId": "i3",
+        "value": {"amount": 5},
+    }
+    assert input_request(Interrupt(None, id="i4")).question == (
+        "The agent needs your input to go on."
+    )
+
+
+async def test_parallel_interrupts_in_one_step_are_asked_in_turn_and_resumed_together() -> None:
+    def branch(name: str) -> Any:
+        async def node(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [AIMessage(f"{name}={interrupt(f'{name}?')}", id=name)]}
+
+        return node
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("left", branch("left"))
+    graph.add_node("right", branch("right"))
+    graph.add_node("join", lambda state: {"messages": [AIMessage("joined")]})
+    graph.add_edge(START, "left")
+    graph.add_edge(START, "right")
+    graph.add_edge(["left", "right"], "join")
+    graph.add_edge("join", END)
+    run = await run_agent(LangGraphAgent(graph.compile()), "go", answers=["L", "R"])
+    assert run.status == "completed" and run.text == "joined"
+    assert run.questions == ["left?", "right?"]
+    agent = LangGraphAgent(graph.compile(checkpointer=InMemorySaver()))
+    run = await run_agent(agent, "go", answers=["L", "R"], context_id="parallel")
+    state = await agent.graph.aget_state({"configurable": {"thread_id": "parallel"}})
+    assert [m.content for m in state.values["messages"][1:]] == ["left=L", "right=R", "joined"]
+
+
+async def test_an_interrupt_inside_a_sub_graph_resumes_the_sub_graph() -> None:
+    inner_model = scripted(
+        AIMessage("", tool_calls=[call("confirm", "inner-q", question="Inner question?")]),
+        AIMessage("the sub-agent is done"),
+    )
+    outer = StateGraph(MessagesState)
+    outer.add_node("researcher", react(inner_model, [confirm]))
+    outer.add_edge(START, "researcher")
+    outer.add_edge("researcher", END)
+    run = await run_agent(LangGraphAgent(outer.compile()), "research", answers=["fine"])
+    assert run.status == "completed" and run.text == "the sub-agent is done"
+    assert kinds(run) == [
+        ("started", "inner-q"),
+        ("asked", "Inner question?"),
+        ("completed", "inner-q"),
+    ]
+
+
+async def test_cancel_while_waiting_then_a_new_task_in_the_context_is_not_a_resume() -> None:
+    from channels.layers import InMemoryChannelLayer
+
+    from a2a_toolcall.bus import Bus
+    from a2a_toolcall.runtime import Runtime, build_request
+    from a2a_toolcall.testing import TaskRecorder
+
+    model = scripted(
+        AIMessage("", tool_calls=[call("confirm", "waiting", question="Go ahead?")]),
+        AIMessage("", tool_calls=[call("add", "fresh", a=1, b=1)]),
+        AIMessage("2"),
+    )
+    agent = LangGraphAgent(react(model, [confirm, add], checkpointer=InMemorySaver()))
+    bus = Bus(InMemoryChannelLayer())
+    runtime = Runtime(bus=bus, agents={"lg": agent}, default_agent="lg", retain=0)
+    work = build_request("lg-wait-cancel", user_message("ask first"), context_id="ctx-1")
+    async with TaskRecorder(bus, work["cid"]) as recorder:
+        running = asyncio.ensure_future(runtime.run(work))
+        await recorder.wait_for(TOPIC_INPUT_REQUEST)
+        await recorder.cancel("never mind")
+        canceled = await recorder.wait(10)
+        await running
+    await runtime.shutdown()
+    assert canceled.response == {"status": "canceled", "reason": "never mind"}
+    assert kinds(canceled) == [
+        ("started", "waiting"),
+        ("asked", "Go ahead?"),
+        ("failed", "waiting"),
+    ]
+    # The context's thread still holds the interrupted run: the next task goes on beside it,
+    # with the unanswered call closed, and is never taken for the answer to "Go ahead?".
+    assert await agent.conversation_thread("ctx-1") == ("ctx-1~2", ANY)
+    follow_up = await run_agent(agent, "1+1", context_id="ctx-1")
+    assert follow_up.status == "completed" and follow_up.text == "2"
+    assert follow_up.questions == [] and kinds(follow_up) == [
+        ("started", "fresh"),
+        ("completed", "fresh"),
+    ]
+    state = await agent.graph.aget_state({"configurable": {"thread_id": "ctx-1~2"}})
+    closed = state.values["messages"][2]
+    assert isinstance(closed, ToolMessage) and closed.tool_call_id == "waiting"
+    assert closed.status == "error" and closed.content == ABANDONED
+    assert [type(m).__name__ for m in state.values["messages"]] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+    ]
+    # The thread it went on is clean: the next task stays there.
+    assert (await agent.conversation_thread("ctx-1"))[0] == "ctx-1~2"
+
+
+async def test_an_interrupt_without_a_checkpointer_fails_with_a_hint() -> None:
+    async def ask(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(str(interrupt("name?")))]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("ask", ask)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", END)
+    run = await run_agent(LangGraphAgent(graph.compile(checkpointer=False)), "hi")
+    assert run.status == "failed"
+    assert run.response is not None and "no checkpointer to resume from" in run.response["error"]
+
+
+# --- the demo assistant asks through interrupt ---------------------------------------------------
+
+
+async def test_the_demo_assistant_asks_your_name_through_interrupt() -> None:
+    agent = LangGraphAgent(build_graph(PlannerChatModel()))
+    run = await run_agent(agent, "what is 6*7 and ask me", answers=["Grace"], context_id="ask")
+    assert run.questions == ["What is your name?"]
+    assert run.text == "6*7 = 42; nice to meet you, Grace."
+    assert [(f.phase, f.name) for f in run.frames] == [
+        ("started", "calculator"),
+        ("started", "ask_user"),
+        ("completed", "calculator"),
+        ("completed", "ask_user"),
+    ]
+
+
+async def test_the_demo_assistant_charges_only_once_approved() -> None:
+    CHARGES.clear()
+    agent = LangGraphAgent(build_graph(PlannerChatModel()))
+    approved = await run_agent(
+        agent, "charge 5 to my card and what is 1+1", answers=["approve"], context_id="pay-1"
+    )
+    (request,) = [e.payload for e in approved.of(TOPIC_INPUT_REQUEST)]
+    assert request["question"] == "approve charge_card(amount=5)? Answer approve or reject."
+    assert request["meta"]["choices"] == ["approve", "reject"]
+    assert [c["charged"] for c in CHARGES] == [5.0]
+    assert approved.text is not None
+    assert approved.text.startswith("charged 5 EUR (receipt demo-") and "1+1 = 2" in approved.text
+    # The calculator ran once, before the question: resuming re-runs only the waiting tool.
+    assert [(f.phase, f.name) for f in approved.frames] == [
+        ("started", "charge_card"),
+        ("started", "calculator"),
+        ("completed", "calculator"),
+        ("completed", "charge_card"),
+    ]
+    rejected = await run_agent(agent, "charge 7 to my card", answers=["no"], context_id="pay-2")
+    assert [c["charged"] for c in CHARGES] == [5.0]  # nothing more was charged
+    assert rejected.status == "completed"
+    assert rejected.text == (
+        "charge_card was not run: rejected by the user (answered 'no'); nothing was done."
+    )
+    (failed,) = [f for f in rejected.frames if isinstance(f, ToolCallFailed)]
+    assert failed.name == "charge_card" and failed.error.startswith("rejected by the user")
+
+
+async def test_the_demo_assistant_says_what_it_did_not_understand() -> None:
+    agent = LangGraphAgent(build_graph(PlannerChatModel()))
+    run = await run_agent(
+        agent, "what is 6*7 and the time in Tokyo and in Lima and fly me to the moon"
+    )
+    assert [(f.phase, f.name, getattr(f, "args", None)) for f in run.frames][:3] == [
+        ("started", "calculator", {"expression": "6*7"}),
+        ("started", "clock", {"place": "Tokyo"}),
+        ("started", "clock", {"place": "Lima"}),
+    ]
+    assert run.text is not None and "(America/Lima)" in run.text
+    assert run.text.endswith(". I did not understand: 'fly me to the moon'.")
+
+
+async def test_a_checkpointer_made_on_the_event_loop_once_keeps_the_conversation() -> None:
+    made: list[InMemorySaver] = []
+    attempts: list[int] = []
+
+    async def make_saver() -> InMemorySaver:
+        await asyncio.sleep(0.01)  # an AsyncPostgresSaver opens its pool here
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ConnectionError("the database is not up yet")
+        made.append(InMemorySaver())
+        return made[-1]
+
+    model = scripted(
+        AIMessage("", tool_calls=[call("confirm", "c1", question="Sure?")]), AIMessage("done")
+    )
+    agent = LangGraphAgent(react(model, [confirm]), checkpointer=make_saver)
+    assert agent.keeps_conversation and agent.task_saver is None
+    failed = await run_agent(agent, "go", context_id="made")
+    assert failed.response == {
+        "status": "failed",
+        "error": "the agent's checkpointer could not be made: ConnectionError: the database is "
+        "not up yet (it is tried again with the next task)",
+    }
+    one = await run_agent(agent, "go", answers=["yes"], context_id="made")
+    two = await run_agent(agent, "again", context_id="made")
+    assert one.text == "done" and two.text == "done"
+    assert len(attempts) == 2 and len(made) == 1  # made once it worked, then kept
+    state = await made[0].aget_tuple({"configurable": {"thread_id": "made", "checkpoint_ns": ""}})
+    assert state is not None and len(state.checkpoint["channel_values"]["messages"]) == 6
+
+
+async def test_the_scripted_agent_asks_twice_in_one_task() -> None:
+    run = await run_agent(asks_twice, "ship", answers=["yes", "sure"])
+    assert run.questions == ["Ship it?", "Really?"]
+    assert run.text == "shipped: the user said yes, the user said sure"
+    assert kinds(run) == [
+        ("started", "confirm-1"),
+        ("asked", "Ship it?"),
+        ("completed", "confirm-1"),
+        ("started", "confirm-2"),
+        ("asked", "Really?"),
+        ("completed", "confirm-2"),
+    ]

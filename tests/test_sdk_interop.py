@@ -2,7 +2,9 @@
 
 Against a real daphne server in both deployments: SQLite with the in-memory layer (agents in
 the web process) and PostgreSQL with Redis (agents in two worker processes). Frames are read
-with our ``parse_tool_call`` and stitched with ``ToolTimeline``.
+with our ``parse_tool_call`` and stitched with ``ToolTimeline``. Multi-turn exchanges run against
+the plain demo agent, the demo site's default agent (the LangGraph assistant: questions through
+``interrupt``) and a scripted LangGraph agent that asks twice in one task.
 """
 
 from __future__ import annotations
@@ -217,3 +219,151 @@ async def test_the_langgraph_assistant_streams_live_to_the_sdk_client(
     assert when[("completed", "calculator")] < when[("completed", "slow")] - 1.0
     assert when[("failed", "broken")] < when[("completed", "slow")] - 1.0
     assert states(events)[-1] == pb.TASK_STATE_COMPLETED
+
+
+# --- the default demo agent (the LangGraph assistant) asks through interrupt ------------------
+
+
+@pytest.fixture(scope="module")
+def assistant_on_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server(
+        "redis", tmp_path_factory.mktemp("assistant-redis"), A2A_TEST_AGENT="assistant"
+    ) as running:
+        yield running
+
+
+@pytest.fixture(params=[(c, t) for c in CONFIGS for t in TRANSPORTS], ids="-".join)
+async def assistant_sdk(request: pytest.FixtureRequest) -> AsyncIterator[Client]:
+    """The SDK client, against the demo site's default agent ("assistant")."""
+    config, transport = request.param
+    server: LiveServer = request.getfixturevalue(
+        "assistant_server" if config == "memory" else "assistant_on_redis"
+    )
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, server.url).get_agent_card()
+    if transport == "0.3":
+        legacy = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(legacy)
+    client = ClientFactory(ClientConfig(streaming=True)).create(card)
+    yield client
+    await client.close()
+
+
+def question_of(events: list[pb.StreamResponse]) -> str:
+    assert states(events)[-1] == pb.TASK_STATE_INPUT_REQUIRED
+    return str(events[-1].status_update.status.message.parts[0].text)
+
+
+def answer_of(events: list[pb.StreamResponse]) -> str:
+    assert states(events)[-1] == pb.TASK_STATE_COMPLETED
+    answers = [e.artifact_update.artifact for e in events if e.HasField("artifact_update")]
+    return str(answers[-1].parts[0].text)
+
+
+async def test_the_default_agent_asks_your_name_across_two_requests(assistant_sdk: Client) -> None:
+    first = await asyncio.wait_for(collect(assistant_sdk.send_message(user("ask me"))), 60)
+    assert question_of(first) == "What is your name?"
+    task = first[0].task
+    second = await asyncio.wait_for(
+        collect(
+            assistant_sdk.send_message(user("Grace", task_id=task.id, context_id=task.context_id))
+        ),
+        60,
+    )
+    assert answer_of(second) == "nice to meet you, Grace."
+    # The ask_user tool started before the question and completed with the answer after it.
+    assert [(f.phase, f.name) for f in frames_of(first)] == [("started", "ask_user")]
+    assert [(f.phase, f.name) for f in frames_of(second)] == [("completed", "ask_user")]
+    timeline = ToolTimeline(frames_of(first) + frames_of(second))
+    assert not timeline.pending and not timeline.contradictions
+
+
+async def test_the_default_agent_asks_twice_in_one_task_before_a_charge(
+    assistant_sdk: Client,
+) -> None:
+    first = await asyncio.wait_for(
+        collect(assistant_sdk.send_message(user("charge 5 to my card and ask me"))), 60
+    )
+    assert question_of(first) == "approve charge_card(amount=5)? Answer approve or reject."
+    task = first[0].task
+
+    async def reply(text: str) -> list[pb.StreamResponse]:
+        message = user(text, task_id=task.id, context_id=task.context_id)
+        return await asyncio.wait_for(collect(assistant_sdk.send_message(message)), 60)
+
+    second = await reply("approve")
+    assert question_of(second) == "What is your name?"
+    third = await reply("Grace")
+    text = answer_of(third)
+    assert text.startswith("charged 5 EUR (receipt demo-")
+    assert text.endswith("; nice to meet you, Grace.")
+    timeline = ToolTimeline(frames_of(first) + frames_of(second) + frames_of(third))
+    assert {c.name: c.state.value for c in timeline} == {
+        "charge_card": "completed",
+        "ask_user": "completed",
+    }
+    assert not timeline.pending and not timeline.contradictions
+
+
+async def test_the_default_agent_declines_a_rejected_charge(assistant_sdk: Client) -> None:
+    first = await asyncio.wait_for(
+        collect(assistant_sdk.send_message(user("charge 9 to my card"))), 60
+    )
+    assert question_of(first).startswith("approve charge_card(amount=9)?")
+    task = first[0].task
+    second = await asyncio.wait_for(
+        collect(
+            assistant_sdk.send_message(user("reject", task_id=task.id, context_id=task.context_id))
+        ),
+        60,
+    )
+    assert answer_of(second) == (
+        "charge_card was not run: rejected by the user (answered 'reject'); nothing was done."
+    )
+    (failed,) = frames_of(second)
+    assert failed.phase == "failed" and failed.error.startswith("rejected by the user")
+
+
+@pytest.fixture(scope="module")
+def asks_twice_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server(
+        "memory",
+        tmp_path_factory.mktemp("asks-twice"),
+        DJANGO_SETTINGS_MODULE="tests.hitl_settings",
+    ) as running:
+        yield running
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_langgraph_agent_resumes_twice_in_one_task_across_requests(
+    asks_twice_server: LiveServer, transport: str
+) -> None:
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, asks_twice_server.url).get_agent_card()
+    if transport == "0.3":
+        legacy = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(legacy)
+    client = ClientFactory(ClientConfig(streaming=True)).create(card)
+    try:
+        first = await asyncio.wait_for(collect(client.send_message(user("ship"))), 60)
+        assert question_of(first) == "Ship it?"
+        task = first[0].task
+
+        async def reply(text: str) -> list[pb.StreamResponse]:
+            message = user(text, task_id=task.id, context_id=task.context_id)
+            return await asyncio.wait_for(collect(client.send_message(message)), 60)
+
+        second = await reply("yes")
+        assert question_of(second) == "Really?"
+        third = await reply("sure")
+    finally:
+        await client.close()
+    assert answer_of(third) == "shipped: the user said yes, the user said sure"
+    # Each confirm call started before its question and completed in the next request.
+    assert [[(f.phase, f.tool_call_id) for f in frames_of(r)] for r in (first, second, third)] == [
+        [("started", "confirm-1")],
+        [("completed", "confirm-1"), ("started", "confirm-2")],
+        [("completed", "confirm-2")],
+    ]

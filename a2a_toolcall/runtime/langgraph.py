@@ -17,6 +17,12 @@ provider that leaves tool calls without ids gets ids made from the AI message's 
 call's position, and a tool result without an id is matched to the oldest unanswered id-less
 call of the same tool, so ``started`` and its outcome still share a ``toolCallId``.
 
+Human in the loop: a run that stops on LangGraph's ``interrupt(value)`` (in a node, a tool or a
+sub-graph) becomes A2A input-required, one :class:`InputRequest` per pending interrupt; the
+answers resume the graph with ``Command(resume=...)`` on the same checkpoint thread, as often as
+the graph asks. The frames of the whole task come from one extractor, so a tool started before
+an interrupt and finished after it is one invocation.
+
 Requires the ``langgraph`` extra: ``pip install "a2a-toolcall[langgraph]"``.
 """
 
@@ -25,24 +31,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langgraph.errors import GraphRecursionError
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphBubbleUp, GraphRecursionError
+from langgraph.types import Command, Interrupt
 
 from a2a_toolcall.contract import ToolCallCompleted, ToolCallFailed, ToolCallStarted
 from a2a_toolcall.protocol.models import Message, Role
-from a2a_toolcall.runtime.events import AgentError, AgentInput, Event, Reply
-from a2a_toolcall.runtime.limits import bound
+from a2a_toolcall.runtime.events import (
+    AgentError,
+    AgentInput,
+    Event,
+    InputRequest,
+    Reply,
+    UserAnswer,
+)
+from a2a_toolcall.runtime.limits import bound, jsonable
 
 __all__ = [
+    "ABANDONED",
     "LangGraphAgent",
     "ToolFrameExtractor",
     "extract_tool_frames",
+    "input_request",
     "message_text",
 ]
+
+ABANDONED = "not run: the task that asked for it ended before it ran (canceled or failed)"
+"""The result given to a tool call an abandoned run left unanswered, when its thread goes on."""
+
+_QUESTION_KEYS = ("question", "prompt", "message", "text", "description")
 
 Frame = ToolCallStarted | ToolCallCompleted | ToolCallFailed
 
@@ -211,13 +234,86 @@ def _to_langchain(message: Message) -> BaseMessage:
     return HumanMessage(content=text, id=message.message_id)
 
 
+def input_request(interrupt: Interrupt) -> InputRequest:
+    """The question an ``interrupt(value)`` asks the user.
+
+    A text value is the question. A dict names it under ``question`` (or ``prompt``,
+    ``message``, ``text``, ``description``) and may offer ``choices``; the choices, the
+    interrupt's id and the whole value travel in the request's ``meta`` for clients that show them.
+    """
+    value = interrupt.value
+    meta: dict[str, Any] = {"interruptId": interrupt.id}
+    question: str | None = None
+    if isinstance(value, str):
+        question = value.strip() or None
+    elif isinstance(value, dict):
+        question = next(
+            (value[k].strip() for k in _QUESTION_KEYS if isinstance(value.get(k), str)), None
+        )
+        choices = value.get("choices")
+        if isinstance(choices, list | tuple) and choices:
+            meta["choices"] = [str(choice) for choice in choices]
+    if value is not None and not isinstance(value, str):
+        meta["value"] = jsonable(value)
+    if not question:
+        question = (
+            json.dumps(meta["value"], ensure_ascii=False)
+            if "value" in meta
+            else "The agent needs your input to go on."
+        )
+    return InputRequest(question=question, meta=meta)
+
+
+def _close_dangling_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with every unanswered tool call answered by an ``ABANDONED`` error result.
+
+    Chat models refuse a history where a tool call has no result, so a conversation carried on
+    from a run that stopped between a tool call and its result first gets one.
+    """
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    closed: list[BaseMessage] = []
+    for message in messages:
+        closed.append(message)
+        if isinstance(message, AIMessage):
+            closed += [
+                ToolMessage(
+                    ABANDONED,
+                    tool_call_id=call["id"],
+                    name=call.get("name"),
+                    status="error",
+                )
+                for call in message.tool_calls
+                if call.get("id") and call["id"] not in answered
+            ]
+    return closed
+
+
+class _TaskStream:
+    """What one task's graph runs share: what was already published, and the last state."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.extractor = ToolFrameExtractor(limit=limit)
+        self.started: set[str] = set()
+        self.finished: set[str] = set()
+        self.early: dict[str, Frame] = {}  # outcomes heard before their start was streamed
+        self.final: dict[str, Any] = {}
+        self.interrupted = False
+
+
 class LangGraphAgent:
     """An agent (for ``A2A_TOOLCALL['AGENTS']``) that runs a compiled LangGraph graph.
 
-    With a checkpointer, the A2A ``contextId`` is the graph's ``thread_id``: a follow-up message
-    in the same context continues the conversation, and only the new message is sent in.
-    Without one, the task's history is sent along. ``recursion_limit`` defaults to the
-    ``LANGGRAPH_RECURSION_LIMIT`` setting and the frame size bound to ``FRAME_VALUE_LIMIT``.
+    With the graph's own checkpointer, the A2A ``contextId`` names the graph's ``thread_id``: a
+    follow-up message in the same context continues the conversation, and only the new message is
+    sent in. A graph compiled without one gets an ``InMemorySaver`` so that ``interrupt`` works,
+    on a thread of its own per task (deleted when the task ends), and the task's history is sent
+    along. ``recursion_limit`` defaults to the ``LANGGRAPH_RECURSION_LIMIT`` setting and the frame
+    size bound to ``FRAME_VALUE_LIMIT``.
+
+    ``checkpointer`` gives the graph a checkpointer (as compiling it with one does), or an async
+    function returning one: it is awaited once, before the first task, on the event loop the
+    agent runs on, for savers that must be made there (``AsyncPostgresSaver`` and its pool).
     """
 
     def __init__(
@@ -228,12 +324,50 @@ class LangGraphAgent:
         value_limit: int | None = None,
         messages_key: str = "messages",
         structured_key: str = "structured_response",
+        checkpointer: BaseCheckpointSaver[Any]
+        | Callable[[], Awaitable[BaseCheckpointSaver[Any]]]
+        | None = None,
     ) -> None:
+        self.make_checkpointer: Callable[[], Awaitable[BaseCheckpointSaver[Any]]] | None = None
+        if isinstance(checkpointer, BaseCheckpointSaver):
+            graph = graph.copy(update={"checkpointer": checkpointer})
+        elif checkpointer is not None:
+            self.make_checkpointer = checkpointer
+        own = getattr(graph, "checkpointer", None)
+        self.keeps_conversation = isinstance(own, BaseCheckpointSaver) or checkpointer is not None
+        """Whether the graph has a checkpointer of the user's (a thread per A2A context)."""
+        self.task_saver: InMemorySaver | None = None
+        if own is None and checkpointer is None and callable(getattr(graph, "copy", None)):
+            # Resuming an interrupt needs the interrupted run's checkpoint.
+            self.task_saver = InMemorySaver()
+            graph = graph.copy(update={"checkpointer": self.task_saver})
         self.graph = graph
         self.recursion_limit = recursion_limit
         self.value_limit = value_limit
         self.messages_key = messages_key
         self.structured_key = structured_key
+        self._made: asyncio.Future[BaseCheckpointSaver[Any]] | None = None
+
+    async def _ensure_checkpointer(self) -> None:
+        """Make the checkpointer once (tasks arriving meanwhile wait; a failure is retried)."""
+        if self.make_checkpointer is None:
+            return
+        if self._made is None:
+            self._made = asyncio.ensure_future(self.make_checkpointer())
+        try:
+            # Shielded: a task canceled while waiting must not cancel what the others wait for.
+            saver = await asyncio.shield(self._made)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._made = None
+            raise AgentError(
+                f"the agent's checkpointer could not be made: {type(exc).__name__}: {exc} (it "
+                "is tried again with the next task)"
+            ) from exc
+        if self.make_checkpointer is not None:
+            self.graph = self.graph.copy(update={"checkpointer": saver})
+            self.make_checkpointer = None
 
     def _settings(self) -> tuple[int, int]:
         from a2a_toolcall.conf import get_setting
@@ -242,48 +376,58 @@ class LangGraphAgent:
         limit = self.value_limit or int(get_setting("FRAME_VALUE_LIMIT"))
         return recursion, limit
 
+    async def conversation_thread(self, context: str) -> tuple[str, list[BaseMessage]]:
+        """The checkpoint thread a new task of conversation ``context`` runs on.
+
+        Returns the thread id and the messages to carry into it. The thread is ``context``
+        unless a run on it never finished (canceled while waiting for an answer, failed, or
+        still running in another task): a new task must not land in the middle of that run,
+        so it continues on ``context~2`` (then ``~3``...), seeded with the conversation so far,
+        every unanswered tool call closed with an ``ABANDONED`` error result.
+        """
+        thread, generation = context, 1
+        carried: list[BaseMessage] = []
+        while True:
+            state = await self.graph.aget_state({"configurable": {"thread_id": thread}})
+            if not state.next:
+                return thread, [] if state.values else carried
+            carried = _close_dangling_calls(state.values.get(self.messages_key) or [])
+            generation += 1
+            thread = f"{context}~{generation}"
+
     async def __call__(self, task: AgentInput) -> AsyncGenerator[Event, Any]:
         recursion, limit = self._settings()
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        config: dict[str, Any] = {
-            "recursion_limit": recursion,
-            "callbacks": [_LiveOutcomes(queue, limit)],
-        }
-        if getattr(self.graph, "checkpointer", None) is not None:
-            config["configurable"] = {"thread_id": task.context_id or task.task_id}
-            inputs = [_to_langchain(task.message)]
+        await self._ensure_checkpointer()
+        message = _to_langchain(task.message)
+        inputs: Any
+        if self.keeps_conversation:
+            thread, carried = await self.conversation_thread(task.context_id or task.task_id)
+            inputs = {self.messages_key: [*carried, message]}
         else:
-            inputs = [_to_langchain(m) for m in (*task.history, task.message)]
-        run = asyncio.ensure_future(self._stream({self.messages_key: inputs}, config, queue))
-        extractor = ToolFrameExtractor(limit=limit)
-        started: set[str] = set()
-        finished: set[str] = set()
-        early: dict[str, Frame] = {}  # outcomes heard before their start was streamed
-        final: dict[str, Any] = {}
+            thread = f"a2a-task:{task.task_id}"
+            inputs = {self.messages_key: [*map(_to_langchain, task.history), message]}
+        configurable = {"thread_id": thread}
+        stream = _TaskStream(limit)
         try:
             while True:
-                kind, item = await queue.get()
-                if kind == "snapshot":
-                    namespace, state = item
-                    for turn in extractor.feed(state.get(self.messages_key) or [], namespace):
-                        frames = self._fresh(turn, started, finished, early)
-                        if frames:
-                            yield frames
-                    if not namespace:
-                        final = state
-                elif kind == "outcome":
-                    frame: Frame = item
-                    if frame.tool_call_id in finished:
-                        continue
-                    if frame.tool_call_id not in started:
-                        early.setdefault(frame.tool_call_id, frame)
-                        continue
-                    finished.add(frame.tool_call_id)
-                    yield frame
-                elif kind == "error":
-                    raise item
-                else:  # "done"
+                async with contextlib.aclosing(
+                    self._run(inputs, configurable, recursion, stream)
+                ) as events:
+                    async for event in events:
+                        yield event
+                interrupts = await self._pending_interrupts(configurable, stream)
+                if not interrupts:
                     break
+                answers: list[str] = []
+                for interrupt in interrupts:
+                    answer: UserAnswer = yield input_request(interrupt)
+                    answers.append(answer.text)
+                # One interrupt takes the answer itself; several (parallel branches) a map by id.
+                inputs = Command(
+                    resume=answers[0]
+                    if len(interrupts) == 1
+                    else {i.id: a for i, a in zip(interrupts, answers, strict=True)}
+                )
         except GraphRecursionError:
             raise AgentError(
                 f"the agent stopped after {recursion} steps without an answer (the recursion "
@@ -294,17 +438,76 @@ class LangGraphAgent:
         except Exception as exc:
             raise AgentError(f"the agent failed: {type(exc).__name__}: {exc}") from exc
         finally:
+            if self.task_saver is not None:
+                with contextlib.suppress(Exception):
+                    await self.task_saver.adelete_thread(thread)
+        messages = stream.final.get(self.messages_key) or []
+        answer_message = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        structured = stream.final.get(self.structured_key)
+        yield Reply(
+            text=message_text(answer_message) if answer_message is not None else None,
+            data=[_structured(structured)] if structured is not None else (),
+        )
+
+    async def _pending_interrupts(
+        self, configurable: dict[str, Any], stream: _TaskStream
+    ) -> Sequence[Interrupt]:
+        """The interrupts the run stopped on (sub-graphs' and parallel branches' included)."""
+        if self.keeps_conversation or self.task_saver is not None:
+            state = await self.graph.aget_state({"configurable": configurable})
+            return tuple(state.interrupts)
+        if stream.interrupted:
+            raise AgentError(
+                "the graph called interrupt() but has no checkpointer to resume from (it was "
+                "compiled with checkpointer=False); compile it without that argument, or with "
+                "a checkpointer"
+            )
+        return ()
+
+    async def _run(
+        self, inputs: Any, configurable: dict[str, Any], recursion: int, stream: _TaskStream
+    ) -> AsyncGenerator[list[Frame] | Frame, Any]:
+        """One graph run (the first, or a resume) to its end or its next interrupt."""
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        config: dict[str, Any] = {
+            "recursion_limit": recursion,
+            "callbacks": [_LiveOutcomes(queue, stream.limit)],
+            "configurable": configurable,
+        }
+        run = asyncio.ensure_future(self._stream(inputs, config, queue))
+        try:
+            while True:
+                kind, item = await queue.get()
+                if kind == "snapshot":
+                    namespace, state = item
+                    for turn in stream.extractor.feed(
+                        state.get(self.messages_key) or [], namespace
+                    ):
+                        frames = self._fresh(turn, stream.started, stream.finished, stream.early)
+                        if frames:
+                            yield frames
+                    if state.get("__interrupt__"):
+                        stream.interrupted = True
+                    if not namespace:
+                        stream.final = state
+                elif kind == "outcome":
+                    frame: Frame = item
+                    if frame.tool_call_id in stream.finished:
+                        continue
+                    if frame.tool_call_id not in stream.started:
+                        stream.early.setdefault(frame.tool_call_id, frame)
+                        continue
+                    stream.finished.add(frame.tool_call_id)
+                    yield frame
+                elif kind == "error":
+                    raise item
+                else:  # "done"
+                    break
+        finally:
             if not run.done():
                 run.cancel()  # cancel reaches the graph and the tools it is running
             with contextlib.suppress(BaseException):
                 await run
-        messages = final.get(self.messages_key) or []
-        answer = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-        structured = final.get(self.structured_key)
-        yield Reply(
-            text=message_text(answer) if answer is not None else None,
-            data=[_structured(structured)] if structured is not None else (),
-        )
 
     @staticmethod
     def _fresh(
@@ -370,7 +573,8 @@ class _LiveOutcomes(AsyncCallbackHandler):
     async def on_tool_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
         name = self.names.pop(run_id, "tool")
         call_id = kwargs.get("tool_call_id")
-        if call_id and not isinstance(error, asyncio.CancelledError):
+        # An interrupt() inside the tool is a pause, not a failure: the tool runs again on resume.
+        if call_id and not isinstance(error, asyncio.CancelledError | GraphBubbleUp):
             failed = ToolCallFailed(
                 tool_call_id=call_id, name=name, error=f"{type(error).__name__}: {error}"
             )

@@ -9,7 +9,7 @@ from django.utils.module_loading import import_string
 
 from a2a_toolcall.runtime.events import Agent
 
-__all__ = ["load_agent", "load_agents"]
+__all__ = ["load_agent", "load_agents", "warm_up"]
 
 
 def load_agent(name: str, path: str) -> Agent:
@@ -38,3 +38,18 @@ def load_agents() -> dict[str, Agent]:
             "A2A_TOOLCALL['AGENTS'] must be a dict of agent name -> dotted path"
         )
     return {name: load_agent(name, path) for name, path in agents.items()}
+
+
+def warm_up() -> dict[str, Agent]:
+    """Resolve the configured agents now, at process start, if this process runs them.
+
+    Importing an agent can be slow (the LangGraph demo agent imports LangGraph and LangChain and
+    builds its graph: 0.7 s measured), and the in-process runtime resolves its agents when it is
+    created, on the first request. Called at start-up (``AppConfig.ready``, the ASGI module),
+    this moves that cost there; the first task then finds the modules imported. A web process
+    whose agents run in ``manage.py a2a_worker`` processes imports nothing (returns ``{}``); the
+    worker needs no call, as it creates its runtime before it takes work.
+    """
+    from a2a_toolcall.runtime.runner import runs_in_process
+
+    return load_agents() if runs_in_process() else {}
