@@ -41,15 +41,19 @@ import contextvars
 import itertools
 import logging
 import re
+import sys
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from channels.exceptions import ChannelFull
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
+
+if TYPE_CHECKING:
+    from channels_redis.core import RedisChannelLayer
 
 __all__ = [
     "CONTROL_TOPICS",
@@ -304,6 +308,16 @@ _limits: weakref.WeakKeyDictionary[Any, dict[asyncio.AbstractEventLoop, asyncio.
 )
 
 
+def _is_redis_core(layer: BaseChannelLayer) -> TypeGuard[RedisChannelLayer]:
+    """Whether ``layer`` is a channels_redis core layer, without importing channels_redis.
+
+    channels_redis is an extra (``a2a-toolcall[redis]``): a layer can only be one of its
+    classes once channels_redis has been imported, by the layer itself.
+    """
+    module = sys.modules.get("channels_redis.core")
+    return module is not None and isinstance(layer, module.RedisChannelLayer)
+
+
 def _operation_slot(layer: BaseChannelLayer) -> contextlib.AbstractAsyncContextManager[Any]:
     if isinstance(layer, InMemoryChannelLayer):
         return contextlib.nullcontext()
@@ -393,10 +407,8 @@ class Bus:
         django/channels_redis#163), so runtimes claim each task with ``SET NX`` before running
         it. Other layers cannot reach another process; there a claim is remembered in-process.
         """
-        from channels_redis.core import RedisChannelLayer
-
         layer = self.request_layer
-        if not isinstance(layer, RedisChannelLayer):
+        if not _is_redis_core(layer):
             claimed = _local_claims.setdefault(layer, collections.OrderedDict())
             if cid in claimed:
                 return False

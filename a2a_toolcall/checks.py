@@ -125,7 +125,8 @@ def _check_deployment(config: dict[str, Any]) -> list[CheckMessage]:
             Warning(
                 "'daphne' is not in INSTALLED_APPS: `manage.py runserver` then serves WSGI and "
                 "the A2A streams do not stream.",
-                hint="Put 'daphne' first in INSTALLED_APPS for development.",
+                hint="Put 'daphne' first in INSTALLED_APPS for development (it is the daphne "
+                "extra: pip install 'a2a-toolcall[daphne]').",
                 id="a2a_toolcall.W007",
             )
         )
@@ -192,6 +193,10 @@ def _check_layers(config: dict[str, Any]) -> list[CheckMessage]:
             )
     if errors:
         return errors
+    for alias in dict.fromkeys(aliases.values()):
+        errors += _check_backend_imports(alias, layers[alias])
+    if errors:
+        return errors
     request_alias = aliases.get("REQUEST_CHANNEL_LAYER", aliases["CHANNEL_LAYER"])
     backend = layers[request_alias].get("BACKEND")
     if backend == PUBSUB:
@@ -231,6 +236,29 @@ def _check_layers(config: dict[str, Any]) -> list[CheckMessage]:
             )
         )
     return errors
+
+
+def _check_backend_imports(alias: str, layer: dict[str, Any]) -> list[CheckMessage]:
+    # channels_redis and daphne are extras: a site may name a backend it has not installed.
+    backend = layer.get("BACKEND")
+    if not isinstance(backend, str):
+        return []
+    try:
+        import_string(backend)
+    except ImportError as exc:
+        hint = (
+            "Install the Redis layer: pip install 'a2a-toolcall[redis]'."
+            if backend.startswith("channels_redis.")
+            else "Check the dotted path, and that the package providing it is installed."
+        )
+        return [
+            Error(
+                f"CHANNEL_LAYERS[{alias!r}]['BACKEND'] = {backend!r} cannot be imported: {exc}.",
+                hint=hint,
+                id="a2a_toolcall.E012",
+            )
+        ]
+    return []
 
 
 def _redis_py_major() -> int:

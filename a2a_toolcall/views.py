@@ -17,7 +17,7 @@ from typing import Any, Final
 from asgiref.sync import sync_to_async
 from django.db import connections
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 from django.utils.http import http_date, parse_http_date_safe
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
@@ -76,7 +76,20 @@ CARD_MAX_AGE: Final = 300
 
 
 def _endpoint_url(request: HttpRequest) -> str:
-    return request.build_absolute_uri(reverse("a2a_toolcall:jsonrpc"))
+    """The endpoint's absolute URL as this request's client sees it.
+
+    ``build_absolute_uri`` follows ``SECURE_PROXY_SSL_HEADER`` and ``USE_X_FORWARDED_HOST``
+    (forwarded headers are trusted only when those settings say so). The path prefix is the
+    request's own ``SCRIPT_NAME`` (``FORCE_SCRIPT_NAME``, the ASGI ``root_path`` or the WSGI
+    ``SCRIPT_NAME``): the process-wide script prefix ``reverse`` adds is set by Django's
+    server handlers only, not by the test clients or other callers of the view.
+    """
+    path = reverse("a2a_toolcall:jsonrpc")
+    served_under = str(request.META.get("SCRIPT_NAME") or "").rstrip("/") + "/"
+    prefix = get_script_prefix()
+    if served_under != prefix and path.startswith(prefix):
+        path = served_under + path.removeprefix(prefix)
+    return request.build_absolute_uri(path)
 
 
 async def agent_card(request: HttpRequest) -> HttpResponse:

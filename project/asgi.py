@@ -1,21 +1,26 @@
 """ASGI entry point of the demo site (daphne, uvicorn or any ASGI server).
 
-For the demo and the tests, static files (the live page's scripts and styles) are served by
-this application too when ``DEBUG`` is on or the environment sets ``A2A_SERVE_STATIC=1``: a
-plain ``python -m daphne project.asgi:application`` serves no static files otherwise. In
-production run ``collectstatic`` and serve ``STATIC_ROOT`` from a proper static server (or
-WhiteNoise) instead.
+The demo serves its own static files (the live page's scripts and styles) under any server and
+with ``DEBUG`` off too, through Django's ``ASGIStaticFilesHandler``: a plain
+``daphne project.asgi:application`` or ``uvicorn project.asgi:application`` shows the page with
+no collectstatic and no extra dependency. That handler reads the files through the finders on
+every request, which is fine for a demo and not for production: a production site runs
+``collectstatic`` and serves ``STATIC_ROOT`` with WhiteNoise or the web server in front
+(docs/deployment.md). ``A2A_SERVE_STATIC=0`` leaves static files out, as such a site would.
 """
 
 import os
 
-from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
+
+from a2a_toolcall.runtime.registry import warm_up
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 application = get_asgi_application()
+# Import the agents now (the LangGraph demo builds its graph: 0.7 s), not on the first request.
+warm_up()
 
-if settings.DEBUG or os.environ.get("A2A_SERVE_STATIC") == "1":
+if os.environ.get("A2A_SERVE_STATIC", "1") != "0":
     application = ASGIStaticFilesHandler(application)

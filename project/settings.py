@@ -10,6 +10,9 @@ instead of the in-memory one; run ``manage.py a2a_worker`` processes unless
 ``A2A_DEMO_IN_PROCESS=1``; task messages go over PubSub and work requests over the core layer,
 or everything over the core layer with ``A2A_DEMO_REDIS_BUS=core``),
 ``A2A_DEMO_RECORD_EVENTS=0`` (no event log).
+Behind a reverse proxy (docs/deployment.md): ``DJANGO_BEHIND_PROXY=1`` trusts the proxy's
+``X-Forwarded-Proto`` and ``X-Forwarded-Host``; ``DJANGO_FORCE_SCRIPT_NAME`` is the path prefix
+the proxy strips (or pass the server's ``--root-path``).
 ``A2A_DEMO_AGENT=bench`` serves the benchmark workload (project/bench_agent.py,
 docs/benchmarks.md).
 """
@@ -26,6 +29,13 @@ ALLOWED_HOSTS = [
     h.strip()
     for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
 ]
+
+# Forwarded headers are trusted only when asked: anyone can send them to a server that is
+# reachable without the proxy.
+if os.environ.get("DJANGO_BEHIND_PROXY") == "1":
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    USE_X_FORWARDED_HOST = True
+FORCE_SCRIPT_NAME = os.environ.get("DJANGO_FORCE_SCRIPT_NAME") or None
 
 INSTALLED_APPS = [
     # daphne first: `manage.py runserver` then serves ASGI, so SSE responses stream.
@@ -153,4 +163,6 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
-STATIC_URL = "static/"
+# A relative STATIC_URL gets the script prefix of the first access, before any request: with a
+# prefix, say it in full.
+STATIC_URL = f"{FORCE_SCRIPT_NAME.rstrip('/')}/static/" if FORCE_SCRIPT_NAME else "static/"

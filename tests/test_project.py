@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
+import httpx
 import pytest
 from django.core.management import call_command
 from django.test import Client
+
+from tests.servers import free_port, server_command, serving
+
+ROOT = Path(__file__).resolve().parent.parent
+STATIC = ROOT / "a2a_toolcall" / "static"
+TYPES = {"css": "text/css", "js": "text/javascript"}
 
 
 @pytest.mark.django_db
@@ -24,3 +35,39 @@ def test_app_is_registered() -> None:
 
     config = apps.get_app_config("a2a_toolcall")
     assert config.verbose_name == "A2A tool calls"
+
+
+@pytest.mark.parametrize("server", ["daphne", "uvicorn"])
+def test_the_demo_serves_its_static_files_with_debug_off(server: str, tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "DJANGO_DEBUG": "0",
+        "DATABASE_PATH": str(tmp_path / "db.sqlite3"),
+    }
+    command = server_command(server, "project.asgi:application", port)
+    with serving(command, port=port, cwd=ROOT, env=env, log=tmp_path / "log") as base:
+        page = httpx.get(base + "/")
+        assert page.status_code == 200
+        assets = re.findall(r'(?:href|src)="/static/([^"]+\.(css|js))"', page.text)
+        assert {kind for _, kind in assets} == {"css", "js"}
+        for name, kind in assets:
+            response = httpx.get(f"{base}/static/{name}")
+            assert response.status_code == 200, name
+            assert response.headers["content-type"].startswith(TYPES[kind])
+            assert response.content == (STATIC / name).read_bytes()
+
+
+def test_a2a_serve_static_0_leaves_static_files_to_the_web_server(tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "DJANGO_DEBUG": "0",
+        "DATABASE_PATH": str(tmp_path / "db.sqlite3"),
+        "A2A_SERVE_STATIC": "0",
+    }
+    command = server_command("uvicorn", "project.asgi:application", port)
+    with serving(command, port=port, cwd=ROOT, env=env, log=tmp_path / "log") as base:
+        assert httpx.get(base + "/static/a2a_toolcall/live.css").status_code == 404
