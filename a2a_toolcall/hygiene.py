@@ -1,7 +1,9 @@
 """Data hygiene before anything is stored: secrets redacted, sizes capped (with a marker).
 
-Applied by the recorder to tool args and results, artifact data and narration metadata before
-they are streamed or written, so the database and every client see the same cleaned values.
+Applied by the recorder, once, to every data value the agent hands out (tool args and results,
+data parts, part and artifact metadata, narration and question ``meta``) before it is streamed
+or written, so the database and every client see the same cleaned value. Free text (narration,
+questions, answers, text parts) is not cleaned: docs/audit.md lists what is and is not.
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ from typing import Any, Final
 
 from a2a_toolcall.runtime.limits import bound
 
-__all__ = ["DEFAULT_REDACT_KEYS", "REDACTED", "Cleaner", "get_cleaner", "make_cleaner", "redact"]
+__all__ = [
+    "DEFAULT_REDACT_KEYS",
+    "REDACTED",
+    "Cleaner",
+    "clean_metadata",
+    "clean_part",
+    "get_cleaner",
+    "make_cleaner",
+    "redact",
+]
 
 DEFAULT_REDACT_KEYS: Final = ("password", "token", "api_key", "authorization", "secret")
 """Key names redacted by default (see :func:`redact` for how names match)."""
@@ -94,6 +105,32 @@ def make_cleaner(
         return bound(cleaned, limit)
 
     return clean
+
+
+def clean_metadata(clean: Cleaner, metadata: Any) -> Any:
+    """``clean(metadata)``, still a JSON object where it was one.
+
+    A metadata object cut for size (or turned into something else by the hook) is kept as
+    ``{"value": <what the cleaner made of it>}``: the A2A models accept only an object there.
+    """
+    cleaned = clean(metadata)
+    if isinstance(metadata, dict) and not isinstance(cleaned, dict):
+        return {"value": cleaned}
+    return cleaned
+
+
+def clean_part(clean: Cleaner, part: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the wire ``part`` with its ``data`` and ``metadata`` cleaned.
+
+    Its other members (``text``, ``raw``, ``url``, ``filename``, ``mediaType``) are content or
+    free text and go out as they are.
+    """
+    cleaned = dict(part)
+    if "data" in part:
+        cleaned["data"] = clean(part["data"])
+    if "metadata" in part:
+        cleaned["metadata"] = clean_metadata(clean, part["metadata"])
+    return cleaned
 
 
 @cache

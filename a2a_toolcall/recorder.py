@@ -11,6 +11,13 @@ the bus (``agent.task.events.{cid}``); they read the new events from the databas
 
 A crash loses the events not yet written: at most ``FLUSH_INTERVAL`` seconds of tool frames and
 narration, never a state change a client has seen.
+
+The recorder is also where the agent's data values are cleaned (:mod:`~a2a_toolcall.hygiene`):
+each one once, as its envelope is turned into the event that is both handed out and stored, so
+the wire and the database cannot disagree. Which values: tool args and results (``_frame``),
+narration ``meta`` (``_progress``), question ``meta`` (``_on_envelope``), streamed artifacts'
+data parts and metadata (``_streamed_artifact``), the reply's data parts and part metadata
+(``_response``). Free text is not cleaned.
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ from a2a_toolcall.contract import (
     ToolTimeline,
     frame_from_wire,
 )
-from a2a_toolcall.hygiene import get_cleaner
+from a2a_toolcall.hygiene import clean_metadata, clean_part, get_cleaner
 from a2a_toolcall.journal import FLUSH_INTERVAL, journal
 from a2a_toolcall.protocol.models import (
     Artifact,
@@ -532,11 +539,14 @@ class Recorder:
             await self._streamed_artifact(payload, at)
         elif envelope.topic == TOPIC_INPUT_REQUEST:
             self.pending_request_id = str(payload.get("requestId") or "")
+            message_metadata: dict[str, Any] = {"requestId": self.pending_request_id}
+            if "meta" in payload:
+                message_metadata["meta"] = self.clean(payload["meta"])
             await self._status(
                 TaskState.INPUT_REQUIRED,
                 at,
                 text=str(payload.get("question") or ""),
-                message_metadata={"requestId": self.pending_request_id},
+                message_metadata=message_metadata,
             )
         elif envelope.topic == TOPIC_RESPONSE:
             await self._response(payload, at)
@@ -570,16 +580,14 @@ class Recorder:
 
     async def _streamed_artifact(self, payload: dict[str, Any], at: datetime) -> None:
         raw = payload.get("artifact")
-        if isinstance(raw, dict) and isinstance(raw.get("parts"), list):
-            raw = {
-                **raw,
-                "parts": [
-                    {**p, "data": self.clean(p["data"])}
-                    if isinstance(p, dict) and "data" in p
-                    else p
-                    for p in raw["parts"]
-                ],
-            }
+        if isinstance(raw, dict):
+            raw = dict(raw)
+            if isinstance(raw.get("parts"), list):
+                raw["parts"] = [
+                    clean_part(self.clean, p) if isinstance(p, dict) else p for p in raw["parts"]
+                ]
+            if "metadata" in raw:
+                raw["metadata"] = clean_metadata(self.clean, raw["metadata"])
         try:
             artifact = Artifact.model_validate(raw)
         except ValueError as exc:
@@ -624,7 +632,9 @@ class Recorder:
             text = payload.get("text")
             if isinstance(text, str):
                 parts.append({"text": text})
-            parts += [p for p in payload.get("parts") or () if isinstance(p, dict)]
+            parts += [
+                clean_part(self.clean, p) for p in payload.get("parts") or () if isinstance(p, dict)
+            ]
             if payload.get("asMessage"):
                 # A direct reply: no answer artifact; the message is the answer (and the
                 # completed status's message), stored before anyone sees the status.

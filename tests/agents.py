@@ -7,7 +7,16 @@ import os
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from a2a_toolcall.runtime import AgentInput, Event, Progress, Reply, ToolCall
+from a2a_toolcall.protocol.models import Part
+from a2a_toolcall.runtime import (
+    AgentInput,
+    ArtifactUpdate,
+    Event,
+    InputRequest,
+    Progress,
+    Reply,
+    ToolCall,
+)
 
 # Task ids whose parked tool got past its sleep: cancellation must keep this empty.
 WOKE_UP: set[str] = set()
@@ -37,3 +46,71 @@ async def whoami(task: AgentInput) -> AsyncGenerator[Event, Any]:
     """Takes a moment, then replies with the id of the process that ran it."""
     await asyncio.sleep(float(task.metadata.get("seconds", 0.2)))
     yield Reply(text=str(os.getpid()))
+
+
+SECRET = "s3cr3t-hunter2"
+"""Under a default secret key name (``api_key``) in every data value ``leaky`` hands out."""
+PIN = "pin-8642"
+"""Under ``pin``: redacted only when REDACT_KEYS names it."""
+CARD = "4111 1111 1111 1111"
+"""A value the tests' REDACT_HOOK masks in every string that holds it."""
+TEXT = f"free text stays as written: api_key {CARD}"
+"""In ``leaky``'s free text (narration, question, answer, text parts), never cleaned."""
+
+
+def leaked(kind: str) -> dict[str, Any]:
+    """A value carrying a secret, a pin and a card number; ``leak`` says where it was handed out."""
+    return {"leak": kind, "api_key": SECRET, "auth": {"pin": PIN}, "card": CARD}
+
+
+async def leaky(task: AgentInput) -> AsyncGenerator[Event, Any]:
+    """Hands out :func:`leaked` values in every kind of data an agent can: narration and
+    question ``meta``, tool args and results, artifact and reply data parts and metadata.
+
+    ``metadata['asMessage']`` makes the reply a direct message rather than an artifact.
+    """
+    yield Progress(TEXT, meta=leaked("progress"))
+    yield ToolCall("lookup", leaked("args"), run=lambda **_: leaked("result"))
+    yield ArtifactUpdate(
+        [
+            Part(data=leaked("artifact-data"), metadata=leaked("artifact-part-meta")),
+            {"text": TEXT, "metadata": leaked("artifact-text-meta")},
+        ],
+        name="report",
+        metadata=leaked("artifact-meta"),
+    )
+    yield InputRequest(TEXT, meta={"choices": [leaked("question-meta")]})
+    yield Reply(
+        text=TEXT,
+        data=[leaked("reply-data")],
+        parts=[
+            Part(data=leaked("reply-part"), metadata=leaked("reply-part-meta")),
+            Part(text=TEXT, metadata=leaked("reply-text-meta")),
+        ],
+        as_message=bool(task.metadata.get("asMessage")),
+    )
+
+
+LONG_TOOL_NAME = "look_up_the_quarterly_revenue_of_every_region_in_every_currency_we_report_in"
+"""A tool name far wider than a phone's screen, for the live page's layout tests."""
+LONG_URL = "https://reports.example.com/" + "/".join(f"part-{i}-of-the-report" for i in range(12))
+LONG_WORD = "Rechtsschutzversicherungsgesellschaften" * 4
+"""One word, no break opportunity, four times as wide as a phone."""
+
+
+async def report(task: AgentInput) -> AsyncGenerator[Event, Any]:
+    """Says how far it is (``Progress(percent=...)``: 0, 60 and 100) around one tool whose name,
+    args and result are all very long; a number in the message is how many seconds it stays at
+    60 % (default 1.5)."""
+    words = [w for w in task.text.split() if w.replace(".", "", 1).isdigit()]
+    hold = float(words[0]) if words else 1.5
+    yield Progress("starting the report", percent=0.0)
+    result = yield ToolCall(
+        LONG_TOOL_NAME,
+        {"source": LONG_URL, "note": LONG_WORD, "regions": [f"region-{i}" for i in range(40)]},
+        run=lambda **args: {"url": args["source"], "word": args["note"], "total": 10**12},
+    )
+    yield Progress("writing the report", percent=60.0)
+    await asyncio.sleep(hold)
+    yield Progress("report written", percent=100.0)
+    yield Reply(text=f"Report: {result.value['url']} {LONG_WORD}")
