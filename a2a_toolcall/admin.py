@@ -12,10 +12,12 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Case, Count, F, IntegerField, OuterRef, QuerySet, Subquery, Value, When
+from django.db.models.functions import Coalesce, Greatest
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.text import Truncator
 
 from a2a_toolcall.models import Task, TaskEvent, ToolCall
 from a2a_toolcall.protocol.models import TaskState
@@ -27,6 +29,20 @@ STATE_COLOURS = {
     TaskState.REJECTED.value: "#6d4c41",
     TaskState.INPUT_REQUIRED.value: "#ef6c00",
 }
+FAILED_COLOUR = "#c62828"
+CANCELLED_COLOUR = "#757575"  # neutral: a call stopped with its task is not the tool's fault
+SHORT_ID = 8  # characters of a task id in the list; the change page shows it whole
+REQUEST_PREVIEW = 60  # characters of the request in the list
+
+
+def _outcome(call: ToolCall) -> str:
+    """A call's outcome for display: ``pending``, ``completed``, ``failed`` or ``cancelled``."""
+    return "cancelled" if call.is_cancelled else str(call.status)
+
+
+def _outcome_label(call: ToolCall) -> str:
+    """What the outcome reads as: "running", "completed", "failed" or "cancelled"."""
+    return "cancelled" if call.is_cancelled else call.get_status_display()
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -43,7 +59,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 class FailedToolsFilter(admin.SimpleListFilter):
-    """Tasks with at least one failed tool call, or none."""
+    """Tasks with at least one failed tool call (cancelled ones are not failures), or none."""
 
     title = "failed tools"
     parameter_name = "failed_tools"
@@ -52,11 +68,35 @@ class FailedToolsFilter(admin.SimpleListFilter):
         return [("yes", "with failed tools"), ("no", "without failed tools")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        # `tool_failures` is TaskAdmin.get_queryset's annotation.
         if self.value() == "yes":
-            return queryset.filter(failed_tool_count__gt=0)
+            return queryset.filter(tool_failures__gt=0)
         if self.value() == "no":
-            return queryset.filter(failed_tool_count=0)
+            return queryset.filter(tool_failures=0)
         return queryset
+
+
+def _with_call_counts(queryset: QuerySet[Task]) -> QuerySet[Task]:
+    """Tasks annotated with ``cancelled_tools`` and ``tool_failures`` (failed, not cancelled).
+
+    ``failed_tool_count`` (the recorder's) counts every failed frame; the cancelled calls are
+    counted here, by a subquery on the task's calls, and only for tasks with a failed call.
+    """
+    cancelled = (
+        ToolCall.objects.filter(ToolCall.cancelled_filter(), task=OuterRef("pk"))
+        .order_by()
+        .values("task")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return queryset.annotate(
+        cancelled_tools=Case(
+            When(failed_tool_count=0, then=Value(0)),
+            default=Coalesce(Subquery(cancelled, output_field=IntegerField()), Value(0)),
+            output_field=IntegerField(),
+        ),
+        tool_failures=Greatest(F("failed_tool_count") - F("cancelled_tools"), Value(0)),
+    )
 
 
 @dataclass(frozen=True)
@@ -72,6 +112,8 @@ class _Row:
     offset_ms: float = 0.0
     args: str = ""
     outcome: str = ""
+    state: str = ""  # _outcome(): the row's CSS class
+    state_label: str = ""
 
 
 def _pretty(value: Any) -> str:
@@ -82,15 +124,16 @@ def _pretty(value: Any) -> str:
 class TaskAdmin(ReadOnlyAdmin):
     """Tasks, newest first, with the tool timeline on each task's page."""
 
+    # Narrow enough for a 1280 px window with the filter sidebar (tests/test_admin.py checks
+    # it in a browser): short ids, the request cut, no context id (searchable, on the page).
     list_display = (
-        "id",
+        "short_id",
+        "request_preview",
         "state_badge",
         "agent",
-        "context_id",
-        "created_at",
+        "started",
         "duration_display",
-        "tool_call_count",
-        "failed_tool_count",
+        "tool_calls",
     )
     list_filter = ("state", "agent", FailedToolsFilter)
     date_hierarchy = "created_at"
@@ -100,6 +143,49 @@ class TaskAdmin(ReadOnlyAdmin):
     show_full_result_count = False
     change_form_template = "admin/a2a_toolcall/task/change_form.html"
     fields = ("id", "state", "agent", "context_id", "created_at", "finished_at", "request_text")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Task]:
+        return _with_call_counts(super().get_queryset(request))
+
+    @admin.display(description="task", ordering="id")
+    def short_id(self, obj: Task) -> str:
+        return format_html('<span title="{}">{}</span>', obj.id, obj.id[:SHORT_ID])
+
+    @admin.display(description="request")
+    def request_preview(self, obj: Task) -> str:
+        text = " ".join(obj.request_text.split())
+        return format_html(
+            '<span title="{}">{}</span>', text, Truncator(text).chars(REQUEST_PREVIEW)
+        )
+
+    @admin.display(description="started", ordering="created_at")
+    def started(self, obj: Task) -> str:
+        return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M:%S")
+
+    @admin.display(description="tool calls", ordering="tool_failures")
+    def tool_calls(self, obj: Task) -> str:
+        # One column, a count per line: three columns do not fit beside the filters at 1280 px.
+        # Sorted by failures: "which tasks had tools fail" is what sorting this column asks.
+        failed: int = getattr(obj, "tool_failures", obj.failed_tool_count)
+        cancelled: int = getattr(obj, "cancelled_tools", 0)
+        return format_html(
+            '<span class="a2a-calls">{}</span>{}{}',
+            obj.tool_call_count,
+            format_html(
+                '<br><span class="a2a-failed" style="color:{}">{} failed</span>',
+                FAILED_COLOUR,
+                failed,
+            )
+            if failed
+            else "",
+            format_html(
+                '<br><span class="a2a-cancelled" style="color:{}">{} cancelled</span>',
+                CANCELLED_COLOUR,
+                cancelled,
+            )
+            if cancelled
+            else "",
+        )
 
     @admin.display(description="state", ordering="state")
     def state_badge(self, obj: Task) -> str:
@@ -167,23 +253,45 @@ class TaskAdmin(ReadOnlyAdmin):
                     offset_ms=(began - start).total_seconds() * 1000,
                     args=_pretty(call.args) if call.args is not None else "",
                     outcome=call.error or (_pretty(call.result) if call.result is not None else ""),
+                    state=_outcome(call),
+                    state_label=_outcome_label(call),
                 )
             )
         rows.sort(key=lambda row: (row.at, row.kind != "narration"))
-        answer = [
-            part.get("text") or _pretty(part.get("data"))
-            for artifact in task.artifacts
-            for part in artifact.get("parts", [])
-        ]
+        outcomes = [row.state for row in rows if row.kind == "call"]
         return {
             "timeline": rows,
             "timeline_span_s": span,
             "is_running": not task.task_state.is_terminal,
-            "answer_parts": answer,
-            "status_text": _status_text({"statusUpdate": {"status": task.status}}),
+            "answer_parts": _answer_parts(task),
+            "answer_note": _answer_note(task),
             "calls_total": len(calls),
-            "calls_failed": sum(c.status == ToolCall.Status.FAILED for c in calls),
+            "calls_failed": outcomes.count("failed"),
+            "calls_cancelled": outcomes.count("cancelled"),
         }
+
+
+def _answer_parts(task: Task) -> list[str]:
+    """The answer: the artifacts' parts, else the agent's direct reply (text, or data as JSON)."""
+    parts = [part for artifact in task.artifacts for part in artifact.get("parts", [])]
+    if not parts and task.reply_message:
+        parts = task.reply_message.get("parts") or []
+    return [part.get("text") or _pretty(part.get("data")) for part in parts]
+
+
+def _answer_note(task: Task) -> str:
+    """What the Answer box says when there is no answer: never the latest narration line.
+
+    A WORKING status message is narration (what the agent is doing), not an answer; a
+    terminal one is (the failure's reason, say), and an input-required one is the question.
+    """
+    state = task.task_state
+    text = _status_text({"statusUpdate": {"status": task.status}})
+    if state.is_terminal:
+        return text or "(no answer)"
+    if state.is_interrupted:
+        return f"Waiting for input: {text}" if text else "Waiting for input."
+    return "(no answer yet: the task is still running)"
 
 
 def _status_text(data: dict[str, Any]) -> str:
@@ -219,12 +327,44 @@ class DurationFilter(admin.SimpleListFilter):
         return queryset
 
 
+class OutcomeFilter(admin.SimpleListFilter):
+    """Tool calls by outcome; "failed" leaves out the calls cancelled with their task."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [
+            (ToolCall.Status.PENDING, "running"),
+            (ToolCall.Status.COMPLETED, "completed"),
+            (ToolCall.Status.FAILED, "failed"),
+            ("cancelled", "cancelled"),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value == "cancelled":
+            return queryset.filter(ToolCall.cancelled_filter())
+        if value == ToolCall.Status.FAILED:
+            return queryset.filter(status=value).exclude(ToolCall.cancelled_filter())
+        if value in (ToolCall.Status.PENDING, ToolCall.Status.COMPLETED):
+            return queryset.filter(status=value)
+        return queryset
+
+
 @admin.register(ToolCall)
 class ToolCallAdmin(ReadOnlyAdmin):
     """Every tool call across tasks: which tool fails most, which is slow."""
 
-    list_display = ("name", "status", "task_link", "started_at", "duration_display", "error_short")
-    list_filter = ("status", "name", DurationFilter)
+    list_display = (
+        "name",
+        "outcome",
+        "task_link",
+        "started_at",
+        "duration_display",
+        "error_short",
+    )
+    list_filter = (OutcomeFilter, "name", DurationFilter)
     search_fields = ("name", "=tool_call_id", "=task__id")
     date_hierarchy = "started_at"
     ordering = ("-started_at",)
@@ -242,6 +382,12 @@ class ToolCallAdmin(ReadOnlyAdmin):
         "result",
         "error",
     )
+
+    @admin.display(description="status", ordering="status")
+    def outcome(self, obj: ToolCall) -> str:
+        if obj.is_cancelled:
+            return format_html('<span style="color:{}">cancelled</span>', CANCELLED_COLOUR)
+        return obj.get_status_display()
 
     @admin.display(description="task")
     def task_link(self, obj: ToolCall) -> str:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, Valid
 from a2a_toolcall.protocol.models import Message, Part
 
 __all__ = [
+    "CANCELLED_ERROR",
     "JSON_MEDIA_TYPE",
     "TOOL_CALL_ARTIFACT_NAME",
     "TOOL_CALL_V1_MIME_TYPE",
@@ -36,6 +37,7 @@ __all__ = [
     "ToolTimeline",
     "emit_tool_call",
     "frame_from_wire",
+    "is_cancelled_error",
     "parse_tool_call",
 ]
 
@@ -259,6 +261,22 @@ def _validated(
 
 # --- the timeline reducer --------------------------------------------------------------------
 
+CANCELLED_ERROR: Final = "cancelled"
+"""The error of an invocation closed by its task's stop (docs/agents.md, "Failing, cancel"): the
+runtime sends a ``failed`` frame whose error is this, or this plus ``": <reason>"`` (a time
+budget, a shutdown)."""
+
+
+def is_cancelled_error(error: str | None) -> bool:
+    """True for the error of a ``failed`` frame that means "cancelled", not "the tool failed".
+
+    The one rule, shared by the clients and the admin: such a call was stopped with its task,
+    so it is shown as cancelled and not counted as a failure.
+    """
+    return error is not None and (
+        error == CANCELLED_ERROR or error.startswith(f"{CANCELLED_ERROR}: ")
+    )
+
 
 class ToolState(enum.StrEnum):
     """Where one invocation stands."""
@@ -306,6 +324,11 @@ class ToolInvocation:
     def is_finished(self) -> bool:
         """True once a ``completed`` or ``failed`` frame arrived."""
         return self.state is not ToolState.PENDING
+
+    @property
+    def is_cancelled(self) -> bool:
+        """True when it failed only because its task was stopped (:func:`is_cancelled_error`)."""
+        return self.state is ToolState.FAILED and is_cancelled_error(self.error)
 
     @property
     def duration(self) -> float | None:
@@ -419,5 +442,10 @@ class ToolTimeline:
 
     @property
     def failed(self) -> list[ToolInvocation]:
-        """Invocations that failed, in first-seen order."""
+        """Invocations that failed, in first-seen order (the cancelled ones too)."""
         return [c for c in self._calls.values() if c.state is ToolState.FAILED]
+
+    @property
+    def cancelled(self) -> list[ToolInvocation]:
+        """Invocations their task's stop closed (:attr:`ToolInvocation.is_cancelled`)."""
+        return [c for c in self._calls.values() if c.is_cancelled]

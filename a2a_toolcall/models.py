@@ -12,9 +12,12 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
+from django.db.models.functions import Left
+from django.db.models.lookups import Exact
 from django.utils import timezone
 from pydantic_core import to_json
 
+from a2a_toolcall.contract import CANCELLED_ERROR, is_cancelled_error
 from a2a_toolcall.protocol.models import TaskState
 
 STATE_CHOICES = [(state.value, state.name.replace("_", " ").lower()) for state in TaskState]
@@ -172,3 +175,17 @@ class ToolCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.get_status_display()})"
+
+    @property
+    def is_cancelled(self) -> bool:
+        """True when it failed only because its task was stopped (the contract's rule)."""
+        return self.status == self.Status.FAILED and is_cancelled_error(self.error)
+
+    @classmethod
+    def cancelled_filter(cls) -> models.Q:
+        """:attr:`is_cancelled` as a query filter: the same rule, for querysets."""
+        prefix = f"{CANCELLED_ERROR}: "
+        # LEFT() and = rather than startswith: SQLite's LIKE ignores case, the rule does not.
+        return models.Q(status=cls.Status.FAILED) & (
+            models.Q(error=CANCELLED_ERROR) | models.Q(Exact(Left("error", len(prefix)), prefix))
+        )

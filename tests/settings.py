@@ -124,6 +124,8 @@ A2A_TOOLCALL = {
         "whoami": "tests.agents.whoami",
         "tck": "project.tck_agent.tck_agent",
         "assistant": "project.langgraph_agent.assistant",
+        # Percent progress and very long names, args and results, for the live page's tests.
+        "report": "tests.agents.report",
     },
     "DEFAULT_AGENT": os.environ.get("A2A_TEST_AGENT", "demo"),
     "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),

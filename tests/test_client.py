@@ -346,6 +346,70 @@ def test_run_state_ignores_replayed_frames_and_keeps_order() -> None:
     assert call.duration == 2.0 and call.result == 2 and call.frames == 2
 
 
+def test_run_state_keeps_the_latest_percentage_while_the_task_works() -> None:
+    state = RunState()
+    assert state.percent is None
+    state.apply(_status(TaskState.WORKING, "reading", percent=25))
+    state.apply(_status(TaskState.WORKING, "running search"))  # the runtime's own narration
+    assert (state.narration, state.percent) == ("running search", 25.0)
+    state.apply(_status(TaskState.WORKING, "writing", percent=80.5))
+    assert state.percent == 80.5
+    state.apply(_status(TaskState.INPUT_REQUIRED, "which one?"))
+    assert state.percent is None
+    state.apply(_status(TaskState.WORKING, "again", percent=True))  # not a number
+    assert state.percent is None
+    state.apply(_status(TaskState.WORKING, "again", percent=90))
+    state.apply(_status(TaskState.CANCELED))
+    assert state.percent is None
+
+
+def test_a_numbered_step_reaches_the_narration() -> None:
+    """The runtime sends ``Progress(step=3)`` as a number; it is not dropped."""
+    state = RunState()
+    narration = state.apply(_status(TaskState.WORKING, "third", step=3))
+    assert isinstance(narration, Narration) and narration.step == 3
+    narration = state.apply(_status(TaskState.WORKING, "flag", step=True))
+    assert isinstance(narration, Narration) and narration.step is None
+
+
+def test_a_question_carries_the_choices_the_agent_offers() -> None:
+    state = RunState()
+    message = Message(
+        message_id="q",
+        role=Role.AGENT,
+        parts=[Part(text="approve charge_card?")],
+        metadata={"requestId": "r1", "meta": {"choices": ["approve", "reject"]}},
+    )
+    event = state.apply(
+        StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id="t",
+                context_id="c",
+                status=TaskStatus(state=TaskState.INPUT_REQUIRED, message=message),
+            )
+        )
+    )
+    assert isinstance(event, InputRequest)
+    assert event.request_id == "r1" and event.choices == ("approve", "reject")
+    plain = state.apply(_status(TaskState.INPUT_REQUIRED, "your name?"))
+    assert isinstance(plain, InputRequest) and plain.meta is None and plain.choices == ()
+
+
+async def test_cancel_on_a_run_closes_its_open_rows(ours: LiveServer) -> None:
+    """``TaskRun.cancel()`` takes the canceled task in: no row is left running."""
+    async with A2AClient(ours.url) as client:
+        run = client.stream("wait 30")
+        async with run:
+            async for event in run:
+                if isinstance(event, ToolFrame):
+                    break
+            task = await run.cancel()
+        assert task.status.state is TaskState.CANCELED
+        assert run.state.state is TaskState.CANCELED
+        (slow,) = run.state.timeline
+        assert slow.state is ToolState.FAILED and slow.is_cancelled
+
+
 def test_run_state_takes_missed_calls_from_a_snapshot_summary() -> None:
     state = RunState()
     state.apply(

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from a2a_toolcall import contract
 from a2a_toolcall.contract import (
+    CANCELLED_ERROR,
     TOOL_CALL_V1_MIME_TYPE,
     TOOL_CALL_V1_URI,
     ToolCallCompleted,
@@ -23,6 +24,7 @@ from a2a_toolcall.contract import (
     ToolTimeline,
     emit_tool_call,
     frame_from_wire,
+    is_cancelled_error,
     parse_tool_call,
 )
 from a2a_toolcall.protocol import models as m
@@ -350,6 +352,37 @@ def test_timeline_flags_contradictions_instead_of_crashing() -> None:
         "a second start with other args",
     ]
     assert timeline.contradictions == call.contradictions
+
+
+@pytest.mark.parametrize(
+    ("error", "cancelled"),
+    [
+        (CANCELLED_ERROR, True),
+        ("cancelled: time budget of 300 s exceeded", True),
+        ("cancelled: ", True),
+        (None, False),
+        ("", False),
+        ("Cancelled", False),
+        ("cancelled by the user", False),
+        ("cancelledError: x", False),
+        ("asyncio.CancelledError: cancelled", False),
+    ],
+)
+def test_the_cancelled_rule(error: str | None, cancelled: bool) -> None:
+    assert is_cancelled_error(error) is cancelled
+
+
+def test_calls_stopped_with_their_task_are_cancelled_not_failed() -> None:
+    timeline = ToolTimeline()
+    for cid in "abcd":
+        timeline.feed(started(cid))
+    timeline.feed(failed("a", error="cancelled"))
+    timeline.feed(failed("b", error="cancelled: shutdown"))
+    timeline.feed(failed("c", error="ValueError: bad input"))
+    timeline.feed(completed("d", result="cancelled"))  # a result, not an error
+    assert [c.tool_call_id for c in timeline.cancelled] == ["a", "b"]
+    assert [c.tool_call_id for c in timeline.failed] == ["a", "b", "c"]
+    assert [c.is_cancelled for c in timeline] == [True, True, False, False]
 
 
 def test_timeline_rejects_invalid_frames_with_a_precise_error() -> None:

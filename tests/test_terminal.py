@@ -18,6 +18,10 @@ import httpx
 import pexpect
 import pytest
 
+from a2a_toolcall.client.events import RunState
+from a2a_toolcall.client.terminal import TimelineView
+from a2a_toolcall.contract import ToolTimeline, parse_tool_call
+from a2a_toolcall.protocol.models import TaskState
 from tests.live import ROOT, LiveServer, live_server
 
 SPINNER = "[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]"  # rich's "dots" frames
@@ -76,7 +80,11 @@ def test_live_rows_spin_then_resolve(server: LiveServer) -> None:
     child.expect("6\\*7 = 42")
     assert finish(child) == 0
     everything = transcript.getvalue()
-    assert re.search(row("✗", "broken"), everything)
+    # Each finished row previews its result or its error on the same line.
+    assert re.search(row("✓", "slow") + r"[^\r\n]*waited 2 s", everything)
+    assert re.search(
+        row("✗", "broken") + r"[^\r\n]*RuntimeError: this tool always fails", everything
+    )
     assert "thinking" in everything  # the narration line comes first
     assert everything.index("thinking") < everything.index("slow")
 
@@ -90,14 +98,90 @@ def test_a_question_is_answered_at_the_prompt(server: LiveServer) -> None:
     assert finish(child) == 0
 
 
+@pytest.fixture(scope="module")
+def assistant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The demo's default agent (LangGraph), which asks for approval through ``interrupt``."""
+    with live_server(
+        "memory", tmp_path_factory.mktemp("assistant"), A2A_TEST_AGENT="assistant"
+    ) as running:
+        yield running
+
+
+def test_the_choices_of_a_question_are_shown(assistant: LiveServer) -> None:
+    child = spawn(assistant.url, "charge 5 to my card")
+    child.expect("approve charge_card")
+    child.expect("\\(approve / reject\\)")
+    child.expect("> ")
+    child.sendline("approve")
+    child.expect(row("✓", "charge_card"))
+    child.expect("task completed")
+    assert finish(child) == 0
+
+
+def test_the_choices_go_to_stderr_in_json_mode(assistant: LiveServer) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "a2a_toolcall", assistant.url, "--json", "charge 5 to my card"],
+        cwd=ROOT,
+        input="reject\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "approve charge_card" in result.stderr and "(approve / reject)" in result.stderr
+    assert result.returncode == 0, result.stderr
+
+
 def test_ctrl_c_cancels_the_task_on_the_server(server: LiveServer) -> None:
-    child = spawn(server.url, "wait 30")
+    child = spawn(server.url, "what is 6*7 and wait 30")
+    transcript = io.StringIO()
+    child.logfile_read = transcript
+    child.expect(row("✓", "calculator") + r"[^\r\n]*42")  # a one-line preview of the result
     child.expect(row(SPINNER, "slow"))
     child.sendintr()
     child.expect(r"interrupted: task (\S+) is canceled")
     task_id = child.match.group(1)
     assert finish(child) == 130
     assert get_task(server, task_id)["status"]["state"] == "TASK_STATE_CANCELED"
+    # The last rendering: the slow row ended as cancelled (in grey, not a red cross), the
+    # finished row kept its result, and the header says the task was canceled.
+    screen = transcript.getvalue()
+    last = screen[screen.rindex("task canceled") :]
+    assert re.search(row(r"\x1b\[90m⊘", "slow") + r"[^\r\n]*cancelled", screen)
+    assert screen.rindex("⊘") > max(m.start() for m in re.finditer(row(SPINNER, "slow"), screen))
+    assert re.search(row("✓", "calculator"), last) and not re.search(SPINNER, last)
+    assert "\x1b[91m" not in last and "\x1b[31m" not in last  # nothing red
+
+
+def test_ctrl_c_with_json_prints_the_task_with_its_calls_cancelled(server: LiveServer) -> None:
+    child = spawn(server.url, "--json", "wait 30")
+    child.expect(r'"phase":"started"')
+    child.sendintr()
+    child.expect(r'\{"task":.*\}\r\n')
+    task = json.loads(child.match.group(0))["task"]
+    assert finish(child) == 130
+    assert task["status"]["state"] == "TASK_STATE_CANCELED"
+    (call,) = task["metadata"]["https://proto-labs.ai/a2a/ext/tool-call-v1"]["toolCalls"]
+    assert (call["name"], call["state"], call["error"]) == ("slow", "failed", "cancelled")
+
+
+def test_a_reported_percentage_shows_as_a_progress_bar(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # tests.agents.echo narrates Progress("echoing", percent=50.0), then replies.
+    with live_server("memory", tmp_path_factory.mktemp("echo"), A2A_TEST_AGENT="echo") as echo:
+        child = spawn(echo.url, "hello")
+        transcript = io.StringIO()
+        child.logfile_read = transcript
+        child.expect("task completed")
+        assert finish(child) == 0
+    # One line of one rendering: the bar half done (rich draws the done part, then "╺" and
+    # the rest in another colour), the percentage, the narration.
+    bar = re.search(
+        rf"(━+){ANSI}╺{ANSI}(━+){ANSI} +{ANSI} ?50%{ANSI} +{ANSI}echoing", transcript.getvalue()
+    )
+    assert bar is not None, transcript.getvalue()
+    assert (len(bar.group(1)), len(bar.group(2))) == (10, 9)
 
 
 def test_input_required_without_input_exits_3(server: LiveServer) -> None:
@@ -166,8 +250,21 @@ def test_a_failed_task_exits_1(tmp_path_factory: pytest.TempPathFactory) -> None
             timeout=60,
         )
     assert result.returncode == 1, result.stderr
-    last = json.loads(result.stdout.splitlines()[-1])
-    assert last["statusUpdate"]["status"]["state"] == "TASK_STATE_FAILED"
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_FAILED"
+    # The time budget stopped the tool: its failed frame says "cancelled: <reason>", which
+    # clients show as cancelled, not as the tool's failure.
+    timeline = ToolTimeline(
+        frame
+        for line in lines
+        if (
+            frame := parse_tool_call(
+                line.get("artifactUpdate", {}).get("artifact", {}).get("parts", [])
+            )
+        )
+    )
+    (slow,) = timeline
+    assert slow.is_cancelled and slow.error is not None and slow.error.startswith("cancelled: ")
 
 
 def test_usage_and_connection_errors_exit_2(server: LiveServer) -> None:
@@ -218,3 +315,30 @@ def test_a_closed_pipe_ends_the_client_quietly(server: LiveServer) -> None:
         assert json.loads(first)["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
         assert process.wait(60) == 141
         assert process.stderr.read() == b""
+
+
+def _render(state: RunState) -> str:
+    from rich.console import Console
+
+    console = Console(width=100, color_system=None, file=io.StringIO())
+    console.print(TimelineView(state))
+    return console.file.getvalue()  # type: ignore[attr-defined, no-any-return]
+
+
+def test_rows_left_open_by_an_ended_task_are_not_drawn_running() -> None:
+    # A server that does not close open calls when it cancels a task (no failed frame, no
+    # summary): the row must not spin for ever once the task is over.
+    state = RunState()
+    state.timeline.feed({"toolCallId": "a", "name": "search", "phase": "started"}, at=1.0)
+    state.timeline.feed({"toolCallId": "b", "name": "fetch", "phase": "started"}, at=1.0)
+    state.timeline.feed(
+        {"toolCallId": "b", "name": "fetch", "phase": "failed", "error": "cancelled: shutdown"},
+        at=2.0,
+    )
+    state.state = TaskState.WORKING
+    assert re.search(rf"{SPINNER} +search", _render(state))
+    assert re.search(r"⊘ fetch +1\.0 s cancelled: shutdown", _render(state))
+    state.state = TaskState.CANCELED
+    screen = _render(state)
+    assert re.search(r"⊘ search +cancelled", screen) and not re.search(SPINNER, screen)
+    assert "task canceled" in screen

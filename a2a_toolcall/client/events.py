@@ -99,7 +99,7 @@ class Narration(ClientEvent):
     """
 
     text: str
-    step: str | None = None
+    step: int | str | None = None
     percent: float | None = None
     metadata: dict[str, Any] | None = None
 
@@ -119,6 +119,16 @@ class InputRequest(ClientEvent):
     question: str
     request_id: str | None = None
     state: TaskState = TaskState.INPUT_REQUIRED
+    meta: Any = None
+    """The agent's ``InputRequest.meta`` (``metadata.meta`` on the question), e.g. choices."""
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The answers the agent offers (``meta["choices"]``), if it offers any."""
+        offered = self.meta.get("choices") if isinstance(self.meta, dict) else None
+        if not isinstance(offered, list):
+            return ()
+        return tuple(str(choice) for choice in offered if isinstance(choice, str | int | float))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,12 +174,15 @@ class RunState:
 
     ``apply`` takes each result in arrival order and returns the typed event to hand on, or
     None for a duplicate (a tool frame a resubscription replayed, which changes nothing).
+    ``percent`` is the latest percentage a narration carried (``Progress(percent=...)``), kept
+    across narration without one, cleared when the task asks for input or ends.
     """
 
     task_id: str | None = None
     context_id: str | None = None
     state: TaskState | None = None
     narration: str = ""
+    percent: float | None = None
     status_text: str = ""
     question: InputRequest | None = None
     message: Message | None = None
@@ -274,6 +287,8 @@ class RunState:
         self.status_text = text
         if task.status.state is TaskState.WORKING and text:
             self.narration = text
+        if task.status.state.is_terminal or task.status.state.is_interrupted:
+            self.percent = None
         for artifact in task.artifacts or []:
             frame = _frame_of(artifact)
             if frame is not None:
@@ -288,6 +303,7 @@ class RunState:
                 question=text,
                 request_id=_request_id(task.status.message),
                 state=task.status.state,
+                meta=_question_meta(task.status.message),
             )
         return TaskSnapshot(task_id=self.task_id, context_id=self.context_id, task=task, **common)
 
@@ -322,13 +338,16 @@ class RunState:
         if status.state.is_terminal:
             self.status_text = text
             self.question = None
+            self.percent = None
             return Finished(state=status.state, text=text, **ids, **common)
         if status.state.is_interrupted:
             self.status_text = text
+            self.percent = None
             self.question = InputRequest(
                 question=text,
                 request_id=_request_id(status.message),
                 state=status.state,
+                meta=_question_meta(status.message),
                 **ids,
                 **common,
             )
@@ -338,9 +357,9 @@ class RunState:
             self.narration = text
             meta = metadata or {}
             step, percent = meta.get("step"), meta.get("percent")
-            return Narration(
+            narration = Narration(
                 text=text,
-                step=step if isinstance(step, str) else None,
+                step=step if isinstance(step, str | int) and not isinstance(step, bool) else None,
                 percent=float(percent)
                 if isinstance(percent, int | float) and not isinstance(percent, bool)
                 else None,
@@ -348,6 +367,9 @@ class RunState:
                 **ids,
                 **common,
             )
+            if narration.percent is not None:
+                self.percent = narration.percent
+            return narration
         return StatusChange(state=status.state, text=text, **ids, **common)
 
     def _frame(self, frame: Frame, at: float, common: dict[str, Any]) -> ToolFrame | None:
@@ -415,6 +437,10 @@ def _frames_of_summary(row: dict[str, Any]) -> list[Frame]:
         return [frame_from_wire(item) for item in wire]
     except ToolCallParseError:
         return []
+
+
+def _question_meta(message: Message | None) -> Any:
+    return (message.metadata or {}).get("meta") if message is not None else None
 
 
 def _request_id(message: Message | None) -> str | None:

@@ -538,10 +538,12 @@ class TaskRun:
         return self.state
 
     async def cancel(self) -> Task:
-        """``CancelTask`` for this run's task."""
+        """``CancelTask`` for this run's task; the task it returns updates :attr:`state`."""
         if self.state.task_id is None:
             raise ClientError("the task has no id yet: nothing to cancel")
-        return await self.client.cancel(self.state.task_id)
+        task = await self.client.cancel(self.state.task_id)
+        self.state.absorb_task(task)
+        return task
 
     def respond(self, content: MessageInput) -> TaskRun:
         """Answer the question of an input-required task: a new run continuing this state."""

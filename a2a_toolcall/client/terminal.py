@@ -1,10 +1,12 @@
 """The terminal client: ``python -m a2a_toolcall URL "message"``.
 
-Streams one task and draws it live with ``rich``: the narration line, then one row per tool
-call (a spinner while it runs, then a check or a cross with its duration and a one-line result
-or error); parallel calls are parallel rows. A question from the agent (input-required) is
-asked at a prompt and the answer sent back. Ctrl-C cancels the task on the server. ``--json``
-prints each event's JSON-RPC result, as the server sent it, one per line, for scripts.
+Streams one task and draws it live with ``rich``: the narration line (with a progress bar
+when the agent reports a percentage), then one row per tool call (a spinner while it runs, then
+a check, a cross or, for a call stopped with its task, a neutral "cancelled", with its duration
+and a one-line result or error); parallel calls are parallel rows. A question from the agent
+(input-required) is asked at a prompt and the answer sent back. Ctrl-C cancels the task on the
+server and draws the rows as the server closed them. ``--json`` prints each event's JSON-RPC
+result, as the server sent it, one per line, for scripts.
 
 Exit status: 0 completed (or a direct reply), 1 failed, canceled or rejected, 2 a usage,
 connection or protocol error, 3 the task waits for input and none could be read,
@@ -57,6 +59,11 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
 
 _REFRESH = 0.1
+_BAR_WIDTH = 20
+_STATE_STYLES = {
+    TaskState.COMPLETED: "green",
+    TaskState.CANCELED: "bright_black",  # neutral: the user asked for it, nothing broke
+}
 
 
 def build_parser(prog: str = "python -m a2a_toolcall") -> argparse.ArgumentParser:
@@ -130,6 +137,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     session = Session(args, text, headers)
     try:
         return asyncio.run(session.main())
+    except KeyboardInterrupt:
+        # A second Ctrl-C while the first one's cancel is under way: stop at once.
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`... --json | head`): stop quietly, as Unix tools do.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -175,6 +185,8 @@ class Session:
         self.state = RunState()
         self.interrupted = False
         self.view: TimelineView | None = None
+        self.live: Any = None  # the rich Live drawing self.view, while it is on screen
+        self.ticker: asyncio.Task[None] | None = None
         self.console: Any = None
         if not args.json:
             from rich.console import Console
@@ -205,10 +217,11 @@ class Session:
                     raise
                 return await self.cancel_on_server(client)
             except (ClientError, A2AError) as exc:
-                self.stop_view()
+                self.close_view()
                 self.error(exc)
                 return EXIT_USAGE
             finally:
+                self.close_view()
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(signal.SIGINT)
 
@@ -241,20 +254,25 @@ class Session:
             return
         from rich.live import Live
 
-        self.view = TimelineView(self.state, first=len(self.state.timeline))
-        with Live(
-            self.view, console=self.console, auto_refresh=False, redirect_stderr=False
-        ) as live:
-            ticker = asyncio.create_task(self._tick(live))
-            try:
-                async with run:
-                    async for event in run:
-                        self.view.note(event)
-                        live.refresh()
-            finally:
-                ticker.cancel()
-                self.view.stopped = True
-                live.refresh()
+        # Rows a previous view (before a question) left finished are on the screen already;
+        # a row still open then (a tool waiting on the user's approval) is drawn again here.
+        shown = frozenset(c.tool_call_id for c in self.state.timeline if c.is_finished)
+        view = self.view = TimelineView(self.state, shown=shown)
+        live = self.live = Live(
+            view, console=self.console, auto_refresh=False, redirect_stderr=False
+        )
+        live.start()
+        self.ticker = asyncio.create_task(self._tick(live))
+        try:
+            async with run:
+                async for event in run:
+                    view.note(event)
+                    live.refresh()
+        finally:
+            # Interrupted: the view stays live while the task is cancelled, so its rows end
+            # as the server closed them (cancel_on_server), not frozen as running.
+            if not self.interrupted:
+                self.close_view()
         self.print_outcome()
 
     async def _tick(self, live: Any) -> None:
@@ -262,30 +280,59 @@ class Session:
             await asyncio.sleep(_REFRESH)
             live.refresh()
 
-    def stop_view(self) -> None:
+    def end_notice(self) -> None:
+        if self.view is not None:
+            self.view.notice = ""
+
+    def close_view(self) -> None:
+        """Draw the view one last time, stopped, and take it off the live display."""
+        if self.ticker is not None:
+            self.ticker.cancel()
+            self.ticker = None
         if self.view is not None:
             self.view.stopped = True
+        if self.live is not None:
+            self.live.refresh()
+            self.live.stop()
+            self.live = None
 
     async def ask(self, question: InputRequest) -> str | None:
+        text = question.question or "the agent needs input"
+        offered = " / ".join(question.choices)
         if self.console is not None:
-            self.console.print(f"[bold]?[/bold] {question.question or 'the agent needs input'}")
+            from rich.text import Text  # plain Text: a question's brackets are not markup
+
+            self.console.print(Text.assemble(("?", "bold"), " ", text))
+            if offered:
+                self.console.print(Text(f"  ({offered})", style="dim"))
             self.console.print("> ", end="")
         else:
-            print(f"? {question.question}", file=sys.stderr, flush=True)
+            suffix = f" ({offered})" if offered else ""
+            print(f"? {text}{suffix}", file=sys.stderr, flush=True)
         line = await self.stdin.readline()
         return None if line is None else line.rstrip("\r\n")
 
     async def cancel_on_server(self, client: Any) -> int:
-        self.stop_view()
         task_id = self.state.task_id
         if task_id is None:
+            self.close_view()
             self.say("interrupted before the server named the task", err=True)
             return EXIT_INTERRUPTED
+        if self.view is not None and self.live is not None:
+            self.view.notice = "cancelling the task …"
+            self.live.refresh()
         try:
             task = await asyncio.wait_for(client.cancel(task_id), 15)
         except (ClientError, A2AError, TimeoutError) as exc:
+            self.end_notice()
+            self.close_view()
             self.say(f"interrupted; cancelling task {task_id} failed: {exc}", err=True)
             return EXIT_INTERRUPTED
+        # The task as the server closed it: its tool-call summary ends the open rows (the
+        # runtime fails them with "cancelled"), and its state is the header's.
+        self.state.absorb_task(task)
+        self.end_notice()
+        self.close_view()
         if self.args.json:
             print(json.dumps({"task": task.to_wire()}, separators=(",", ":")), flush=True)
         else:
@@ -349,9 +396,9 @@ def _seconds(value: float | None) -> str:
 class TimelineView:
     """The live rendering: narration line, one row per tool call, the final state."""
 
-    def __init__(self, state: RunState, *, first: int = 0) -> None:
+    def __init__(self, state: RunState, *, shown: frozenset[str] = frozenset()) -> None:
         self.state = state
-        self.first = first
+        self.shown = shown
         self.stopped = False
         self.notice = ""
         from rich.spinner import Spinner
@@ -387,20 +434,41 @@ class TimelineView:
         running = not (state.is_over or self.stopped)
         line = self.notice or state.narration or ("working" if running else "")
         if running:
-            header.add_row(self._main_spinner, Text(line, style="italic"))
+            header.add_row(self._main_spinner, self._narration(line, state.percent))
         elif state.is_terminal:
             word = _state_word(state.state)
-            style = "green" if state.state is TaskState.COMPLETED else "red"
+            style = _STATE_STYLES.get(state.state, "red") if state.state else "red"
             header.add_row(Text("●", style=style), Text(f"task {word}", style=f"bold {style}"))
         elif state.is_interrupted:
             header.add_row(Text("?", style="yellow"), Text("waiting for your answer"))
         elif line:
             header.add_row(Text("·"), Text(line, style="italic"))
         now = time.time()
-        calls: list[ToolInvocation] = list(state.timeline)[self.first :]
+        calls: list[ToolInvocation] = [
+            call for call in state.timeline if call.tool_call_id not in self.shown
+        ]
         width = max((len(call.name) for call in calls), default=0)
         lines = [self._row(call, now, running, width) for call in calls]
         return Group(header, *lines)
+
+    @staticmethod
+    def _narration(line: str, percent: float | None) -> Any:
+        """The narration, after a progress bar when the agent reported a percentage."""
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        text = Text(line, style="italic")
+        if percent is None:
+            return text
+        done = min(max(percent, 0.0), 100.0)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_row(
+            ProgressBar(total=100, completed=done, width=_BAR_WIDTH),
+            Text(f"{done:3.0f}%", style="bold"),
+            text,
+        )
+        return grid
 
     def _row(self, call: ToolInvocation, now: float, running: bool, width: int) -> Any:
         from rich.text import Text
@@ -409,10 +477,22 @@ class TimelineView:
             icon = Text("✓", style="bold green")
             detail = Text(_one_line(call.result), style="dim")
             took = _seconds(call.duration)
+        elif call.is_cancelled:
+            # Stopped with its task (the runtime's "cancelled" failure): not the tool's fault.
+            icon = Text("⊘", style="bright_black")
+            detail = Text(_one_line(call.error), style="bright_black")
+            took = _seconds(call.duration)
         elif call.state is ToolState.FAILED:
             icon = Text("✗", style="bold red")
             detail = Text(_one_line(call.error or "failed"), style="red")
             took = _seconds(call.duration)
+        elif self.state.is_terminal:
+            # The task ended and no outcome came for this call (a server that does not close
+            # open calls): it is not running any more.
+            canceled = self.state.state is TaskState.CANCELED
+            icon = Text("⊘", style="bright_black")
+            detail = Text("cancelled" if canceled else "no outcome", style="bright_black")
+            took = ""
         else:
             frame = self._spinner(call.tool_call_id).render(now) if running else "…"
             icon = frame if isinstance(frame, Text) else Text(str(frame), style="cyan")

@@ -20,7 +20,7 @@ import {
   toolCallSummary,
   userMessage,
 } from "./a2a.js";
-import { COMPLETED, FAILED, PENDING, Timeline } from "./timeline.js";
+import { CANCELLED_ERROR, COMPLETED, FAILED, PENDING, Timeline } from "./timeline.js";
 
 /** Waits before each resubscribe after a dropped stream; reset by every event received. */
 const RECONNECT_DELAYS_MS = [250, 500, 1000, 2000, 4000];
@@ -28,12 +28,15 @@ const RECONNECT_DELAYS_MS = [250, 500, 1000, 2000, 4000];
 const RETRY_HTTP_STATUSES = new Set([502, 503, 504]);
 const TICK_MS = 250;
 const MAX_ANNOUNCEMENTS = 50;
+/** A row's preview is one line: the DOM keeps no more of a long result than a line can show. */
+const PREVIEW_CHARS = 240;
 
 /** Row states as words, so a row reads the same without its icon or colour. */
 const ROW_LABELS = {
   [PENDING]: "running",
   [COMPLETED]: "done",
   [FAILED]: "failed",
+  cancelled: "cancelled",
   unfinished: "no outcome",
 };
 
@@ -56,6 +59,8 @@ const ROLES = [
   "answer-body",
   "announcer",
 ];
+/** Parts a widget copied from an older markup may lack: that feature is then not shown. */
+const OPTIONAL_ROLES = ["progress"];
 
 function formatDuration(ms) {
   if (ms === null) return "";
@@ -66,6 +71,20 @@ function formatDuration(ms) {
 
 function pretty(value) {
   return value === null || value === undefined ? "(none)" : JSON.stringify(value, null, 2);
+}
+
+/** A value on one line: a string as it is, anything else as compact JSON; cut to a line. */
+function oneLine(value) {
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS - 1)}…` : flat;
+}
+
+/** A percent from a status update's metadata (runtime Progress(percent=...)), or null. */
+function percentOf(metadata) {
+  const percent = metadata?.percent;
+  if (typeof percent !== "number" || !Number.isFinite(percent)) return null;
+  return Math.min(100, Math.max(0, percent));
 }
 
 function sleep(ms) {
@@ -97,6 +116,8 @@ class Session {
     this.streamOver = false;
     /** A terminal state arrived. */
     this.ended = false;
+    /** When it arrived (caller's clock): a call left running stops counting there. */
+    this.endedAt = null;
     this.reconciled = false;
     this.question = null;
     this.hasRequest = false;
@@ -122,6 +143,9 @@ export class LiveTimeline {
         );
       }
       this.parts[role] = node;
+    }
+    for (const role of OPTIONAL_ROLES) {
+      this.parts[role] = root.querySelector(`[data-role="${role}"]`);
     }
     this.session = null;
     this.ticker = null;
@@ -304,10 +328,12 @@ export class LiveTimeline {
       session.reconciled = true;
       this.#applyTask(session, task, { status: true, quiet: true });
       const calls = [...session.timeline];
-      const failed = calls.filter((c) => c.state === FAILED).length;
+      const cancelled = calls.filter((c) => c.isCancelled).length;
+      const failed = calls.filter((c) => c.state === FAILED).length - cancelled;
       this.#announce(
         `task ${stateLabel(session.state)}: ${calls.length} tool call` +
-          `${calls.length === 1 ? "" : "s"}, ${failed} failed`,
+          `${calls.length === 1 ? "" : "s"}, ${failed} failed` +
+          (cancelled ? `, ${cancelled} cancelled` : ""),
       );
     } catch (error) {
       if (session === this.session) this.#fail(session, error);
@@ -335,7 +361,7 @@ export class LiveTimeline {
     } else if (result?.statusUpdate) {
       const update = result.statusUpdate;
       this.#noteTask(session, update.taskId, update.contextId);
-      this.#applyStatus(session, update.status, {});
+      this.#applyStatus(session, update.status, { metadata: update.metadata });
     } else if (result?.artifactUpdate) {
       const update = result.artifactUpdate;
       this.#noteTask(session, update.taskId, update.contextId);
@@ -370,7 +396,7 @@ export class LiveTimeline {
     if (status && task.status) this.#applyStatus(session, task.status, { quiet });
   }
 
-  #applyStatus(session, status, { quiet = false }) {
+  #applyStatus(session, status, { quiet = false, metadata = null }) {
     const state = status?.state;
     if (!state) return;
     const text = textOf(status.message);
@@ -390,12 +416,16 @@ export class LiveTimeline {
     } else if (!isTerminal(state)) {
       if (session.question !== null) this.#hideQuestion(session);
       if (text) this.#setNarration(text);
+      const percent = percentOf(metadata);
+      if (percent !== null) this.#setProgress(percent);
     }
     if (isTerminal(state) && !session.ended) {
       session.ended = session.streamOver = true;
+      session.endedAt = performance.now();
       session.stream?.abort();
       this.#hideQuestion(session);
       this.#setNarration("");
+      this.#setProgress(null);
       if (state === "TASK_STATE_COMPLETED") {
         // A direct reply comes as the completed status's message, with no answer artifact.
         if (session.artifacts.size === 0 && text) {
@@ -443,6 +473,15 @@ export class LiveTimeline {
       link.querySelector("a").href = url.toString();
       link.querySelector("code").textContent = taskId;
       link.hidden = false;
+      if ("updateUrl" in this.root.dataset) {
+        // The page's own address names the task too, so a reload follows it (LiveView reads
+        // `?task=`); replaced, not pushed: Back leaves the page rather than the task.
+        const address = new URL(window.location.href);
+        if (address.searchParams.get("task") !== taskId) {
+          address.searchParams.set("task", taskId);
+          window.history.replaceState(window.history.state, "", address);
+        }
+      }
     }
     if (contextId && session.contextId === null) session.contextId = contextId;
   }
@@ -461,6 +500,7 @@ export class LiveTimeline {
       this.parts[role].hidden = true;
     }
     this.parts.state.textContent = "starting";
+    this.#setProgress(null);
     for (const key of ["taskId", "state", "lastEventId", "lost"]) delete this.root.dataset[key];
     return session;
   }
@@ -470,14 +510,22 @@ export class LiveTimeline {
     const { call, isNew, finished } = change;
     this.#renderRow(session, call);
     if (!quiet) {
-      if (finished) this.#announce(`${call.name} ${ROW_LABELS[call.state]}`);
+      if (finished) this.#announce(`${call.name} ${ROW_LABELS[this.#viewState(session, call)]}`);
       else if (isNew) this.#announce(`${call.name} ${ROW_LABELS[PENDING]}`);
     }
     if (!session.ended && !call.isFinished && call.startedAt !== null) this.#startTicker();
   }
 
   #viewState(session, call) {
-    return call.state === PENDING && session.ended ? "unfinished" : call.state;
+    if (call.state === PENDING && session.ended) return "unfinished";
+    // Stopped with its task (a cancel, a time budget, a shutdown): not a failure of the tool.
+    if (call.isCancelled) return "cancelled";
+    return call.state;
+  }
+
+  /** A call's duration: still counting while it runs, stopped where the task ended. */
+  #duration(session, call) {
+    return formatDuration(call.durationMs(session.endedAt ?? performance.now()));
   }
 
   #renderRow(session, call) {
@@ -490,17 +538,26 @@ export class LiveTimeline {
     const state = this.#viewState(session, call);
     row.item.dataset.state = state;
     row.label.textContent = ROW_LABELS[state];
-    row.duration.textContent = formatDuration(call.durationMs(performance.now()));
+    row.duration.textContent = this.#duration(session, call);
+    // The row counts on the browser's clock; the server's own measure, once known, on hover.
+    row.duration.title =
+      call.serverDurationMs === null
+        ? ""
+        : `measured by the server: ${formatDuration(call.serverDurationMs)}`;
     row.args.textContent = pretty(call.args);
     if (call.state === FAILED) {
       row.summary.textContent = "args and error";
       row.outcomeLabel.textContent = "Error";
       row.outcome.textContent = call.error ?? "(no message)";
+      // A cancelled row's label already says "cancelled": only a reason is worth a preview.
+      const error = call.isCancelled ? call.error.slice(CANCELLED_ERROR.length + 2) : call.error;
+      row.preview.textContent = oneLine(error ?? "(no message)");
     } else {
       row.summary.textContent = "args and result";
       row.outcomeLabel.textContent = "Result";
       row.outcome.textContent =
         call.state === COMPLETED ? pretty(call.result) : `(${ROW_LABELS[state]})`;
+      row.preview.textContent = call.state === COMPLETED ? oneLine(call.result ?? "(none)") : "";
     }
   }
 
@@ -512,18 +569,23 @@ export class LiveTimeline {
     const icon = element("span", "a2a-icon");
     icon.setAttribute("aria-hidden", "true");
     const name = element("span", "a2a-call-name", call.name);
-    name.title = call.toolCallId;
+    name.title = `${call.name} (${call.toolCallId})`;
     const label = element("span", "a2a-call-state");
+    const preview = element("span", "a2a-call-preview");
     const duration = element("span", "a2a-call-duration");
-    line.append(icon, name, label, duration);
+    line.append(icon, name, label, preview, duration);
     const details = element("details", "a2a-call-details");
+    // The full value is one click away: on the preview (the summary is the keyboard's way).
+    preview.addEventListener("click", () => {
+      details.open = !details.open;
+    });
     const summary = element("summary");
     const args = element("pre", "a2a-args");
     const outcomeLabel = element("p", "a2a-io-label");
     const outcome = element("pre", "a2a-outcome");
     details.append(summary, element("p", "a2a-io-label", "Arguments"), args, outcomeLabel, outcome);
     item.append(line, details);
-    return { item, label, duration, summary, args, outcomeLabel, outcome };
+    return { item, label, preview, duration, summary, args, outcomeLabel, outcome };
   }
 
   #renderAnswer(session) {
@@ -573,6 +635,26 @@ export class LiveTimeline {
     this.parts.narration.textContent = text;
   }
 
+  /** Show the agent's percent done (null hides the bar). */
+  #setProgress(percent) {
+    const progress = this.parts.progress;
+    if (!progress) return;
+    const bar = progress.querySelector("progress");
+    if (percent === null) {
+      progress.hidden = true;
+      bar?.removeAttribute("value");
+      return;
+    }
+    const shown = `${Math.round(percent)}%`;
+    if (bar) {
+      bar.value = percent;
+      bar.textContent = shown;
+    }
+    const label = progress.querySelector("[data-percent]");
+    if (label) label.textContent = shown;
+    progress.hidden = false;
+  }
+
   #renderControls() {
     const session = this.session;
     const streaming = session?.stream != null;
@@ -620,10 +702,9 @@ export class LiveTimeline {
         return;
       }
       // Only the elapsed time changes: the rest of a running row (maybe open) stays as it is.
-      const now = performance.now();
       for (const call of running) {
         const row = session.rows.get(call.toolCallId);
-        if (row) row.duration.textContent = formatDuration(call.durationMs(now));
+        if (row) row.duration.textContent = this.#duration(session, call);
       }
     }, TICK_MS);
   }
@@ -635,6 +716,7 @@ export class LiveTimeline {
 }
 
 for (const root of document.querySelectorAll("[data-a2a-live]")) {
+  root.querySelector("[data-role=static-missing]")?.remove(); // the script did load
   try {
     new LiveTimeline(root).start();
   } catch (error) {

@@ -8,6 +8,24 @@ export const PENDING = "pending";
 export const COMPLETED = "completed";
 export const FAILED = "failed";
 
+/**
+ * The error of an invocation closed by its task's stop (runtime/runner.py CANCELLED): the
+ * runtime sends a `failed` frame whose error is this, or this plus ": <reason>" (a time budget,
+ * a shutdown).
+ */
+export const CANCELLED_ERROR = "cancelled";
+
+/**
+ * True for the error of a `failed` frame that means "cancelled", not "the tool failed": the
+ * rule of contract.is_cancelled_error, shared by every client and the admin.
+ */
+export function isCancelledError(error) {
+  return (
+    typeof error === "string" &&
+    (error === CANCELLED_ERROR || error.startsWith(`${CANCELLED_ERROR}: `))
+  );
+}
+
 /** JSON equality, as pydantic compares JSON values (object key order does not matter). */
 export function sameJSON(a, b) {
   if (a === b) return true;
@@ -46,15 +64,25 @@ export class ToolInvocation {
     return this.state !== PENDING;
   }
 
+  /** True when it failed only because its task was stopped (see isCancelledError). */
+  get isCancelled() {
+    return this.state === FAILED && isCancelledError(this.error);
+  }
+
   /**
-   * Milliseconds from start to outcome: the server's figure if known, else the gap between the
-   * timestamped frames; while running, the time elapsed until `now` (if given). Else null.
+   * Milliseconds from start to outcome, on one clock per invocation: the gap between the
+   * timestamped frames when both were seen (the caller's clock, so the final figure continues
+   * the count shown while it ran), else the server's figure; while running, the time elapsed
+   * until `now` (if given). Else null.
    */
   durationMs(now = null) {
+    if (this.startedAt !== null && this.finishedAt !== null) {
+      return Math.max(0, this.finishedAt - this.startedAt);
+    }
     if (this.serverDurationMs !== null) return this.serverDurationMs;
-    if (this.startedAt === null) return null;
-    if (this.finishedAt !== null) return Math.max(0, this.finishedAt - this.startedAt);
-    if (!this.isFinished && now !== null) return Math.max(0, now - this.startedAt);
+    if (this.startedAt !== null && !this.isFinished && now !== null) {
+      return Math.max(0, now - this.startedAt);
+    }
     return null;
   }
 }
