@@ -12,6 +12,7 @@ from channels.layers import BaseChannelLayer, InMemoryChannelLayer
 from django.test import override_settings
 
 from a2a_toolcall.bus import (
+    REQUEST_CHANNEL,
     TASK_TOPICS,
     TOPIC_PROGRESS,
     TOPIC_RESPONSE,
@@ -158,6 +159,43 @@ async def test_a_request_delivered_twice_runs_once(layer: BaseChannelLayer) -> N
         await runtime.shutdown()
     assert [e.seq for e in seen] == [1, 2, 3, 4, 5]  # thinking, narration, 2 frames, response
     assert [e.topic for e in seen].count(TOPIC_RESPONSE) == 1
+
+
+class FailingOnceLayer(InMemoryChannelLayer):
+    """channels' in-memory layer whose first receive on the work channel raises, as a lost
+    Redis connection does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = 0
+
+    async def receive(self, channel: str) -> dict[str, Any]:
+        if channel == REQUEST_CHANNEL and self.failures == 0:
+            self.failures += 1
+            raise ConnectionError("the layer's connection was lost")
+        return await super().receive(channel)
+
+
+async def test_a_failing_bus_is_logged_and_the_runtime_keeps_serving(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    layer = FailingOnceLayer()
+    bus = Bus(layer)
+    runtime = make_runtime(bus)
+    runtime.start()
+    work = request("what is 1+1")
+    try:
+        async with bus.subscribe(work["cid"], TASK_TOPICS) as sub:
+            await bus.send_request(work)
+            async with asyncio.timeout(20):
+                while (envelope := await sub.get()).topic != TOPIC_RESPONSE:
+                    pass
+    finally:
+        await runtime.shutdown()
+    assert layer.failures == 1
+    assert envelope.payload["status"] == "completed"
+    (record,) = [r for r in caplog.records if "could not take" in r.getMessage()]
+    assert record.levelname == "ERROR" and "the layer's connection was lost" in caplog.text
 
 
 # --- runtime behaviour (in-memory layer) -----------------------------------------------------

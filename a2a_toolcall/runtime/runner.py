@@ -48,6 +48,7 @@ from a2a_toolcall.bus import (
     group_name,
 )
 from a2a_toolcall.contract import (
+    CANCELLED_ERROR,
     ToolCallCompleted,
     ToolCallFailed,
     ToolCallParseError,
@@ -85,8 +86,11 @@ logger = logging.getLogger(__name__)
 THINKING: Final = "thinking"
 """The narration published the instant a task starts, before the agent yields anything."""
 
-CANCELLED: Final = "cancelled"
-"""The error of a tool invocation still open when its task is cancelled."""
+CANCELLED: Final = CANCELLED_ERROR
+"""The error of a tool invocation still open when its task is cancelled (the contract's rule)."""
+
+SERVE_RETRY_DELAY: Final = 1.0
+"""Seconds the runtime waits after the bus failed to hand it work, before it asks again."""
 
 StopKind = Literal["cancel", "timeout", "shutdown"]
 Frame = ToolCallStarted | ToolCallCompleted | ToolCallFailed
@@ -605,6 +609,7 @@ class Runtime:
         slots = asyncio.Semaphore(self.concurrency)
         while True:
             await slots.acquire()
+            cid: Any = None
             try:
                 request = await self.bus.receive_request()
                 cid = request.get("cid")
@@ -612,6 +617,17 @@ class Runtime:
                     logger.info("task %s: delivered twice by the layer; it runs elsewhere", cid)
                     slots.release()
                     continue
+            except Exception:
+                # A layer or claim fault (Redis gone, say) must not end the loop in silence:
+                # said once with its cause, then the loop goes on taking work.
+                slots.release()
+                logger.exception(
+                    "the agent runtime could not take %s from the bus; retrying in %.0f s",
+                    f"task {cid}" if isinstance(cid, str) else "work",
+                    SERVE_RETRY_DELAY,
+                )
+                await asyncio.sleep(SERVE_RETRY_DELAY)
+                continue
             except BaseException:
                 slots.release()
                 raise
