@@ -1,18 +1,23 @@
 """Shared test configuration and fixtures."""
 
+import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from asgiref.sync import sync_to_async
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.conf import settings as django_settings
+from django.db import connections
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from a2a_toolcall.layers import InMemoryChannelLayer as FastInMemoryChannelLayer
+from a2a_toolcall.runtime import runner
+from tests import routers
 from tests.browser import ChromiumMissing, ensure_chromium
 
 # "default": the CI run. "thorough": `HYPOTHESIS_PROFILE=thorough pytest` for a deeper search.
@@ -41,6 +46,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             ensure_chromium()
         except ChromiumMissing as missing:
             pytest.exit(str(missing), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+BOTH_DATABASES = ["default", "postgres"]
+"""SQLite and PostgreSQL: ``django_db(databases=BOTH_DATABASES)`` with the ``database`` fixture."""
+
+
+@pytest.fixture(params=BOTH_DATABASES)
+def database(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Route the app's queries to SQLite, then to PostgreSQL (tests.routers)."""
+    routers.ALIAS = request.param
+    yield request.param
+    routers.ALIAS = "default"
+
+
+@pytest.fixture
+async def stop_in_process_runtime() -> AsyncIterator[None]:
+    """After the test: shut the loop's in-process runtime down and close its connections."""
+    yield
+    runtime = runner._IN_PROCESS.get(asyncio.get_running_loop())
+    if runtime is not None:
+        await runtime.shutdown()
+    # The recorder wrote from asgiref's shared thread: close its connections there, or the
+    # test databases cannot be dropped at the end of the session.
+    await sync_to_async(connections.close_all)()
 
 
 LAYERS = ["memory", "a2a-memory", "redis", "pubsub"]

@@ -5,44 +5,28 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
-from django.db import connections
 from django.test import AsyncClient
 from django.utils import timezone
 
 from a2a_toolcall.hygiene import REDACTED, make_cleaner, redact
 from a2a_toolcall.models import Task, TaskEvent, ToolCall
 from a2a_toolcall.protocol.sse import SSEDecoder
-from a2a_toolcall.runtime import AgentInput, Event, Reply, runner
+from a2a_toolcall.runtime import AgentInput, Event, Reply
 from a2a_toolcall.runtime import ToolCall as Call
-from tests import routers
+from tests.conftest import BOTH_DATABASES
 
-DATABASES = ["default", "postgres"]
-pytestmark = pytest.mark.django_db(transaction=True, databases=DATABASES)
-
-
-@pytest.fixture(params=DATABASES)
-def database(request: pytest.FixtureRequest) -> Iterator[str]:
-    routers.ALIAS = request.param
-    yield request.param
-    routers.ALIAS = "default"
-
-
-@pytest.fixture(autouse=True)
-async def _stop_in_process_runtime() -> AsyncGenerator[None, None]:
-    yield
-    runtime = runner._IN_PROCESS.get(asyncio.get_running_loop())
-    if runtime is not None:
-        await runtime.shutdown()
-    # The recorder wrote from asgiref's shared thread: close its connections there, or the
-    # test databases cannot be dropped at the end of the session.
-    await sync_to_async(connections.close_all)()
+DATABASES = BOTH_DATABASES
+pytestmark = [
+    pytest.mark.django_db(transaction=True, databases=DATABASES),
+    pytest.mark.usefixtures("stop_in_process_runtime"),
+]
 
 
 def rpc(method: str, params: dict[str, Any]) -> bytes:

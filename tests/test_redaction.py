@@ -7,33 +7,32 @@ it, wherever it turns up, must be cleaned the same way.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import sqlite3
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
-from asgiref.sync import sync_to_async
-from django.db import connections
 from django.test import AsyncClient
 
 from a2a_toolcall.hygiene import REDACTED, clean_metadata, clean_part, make_cleaner
 from a2a_toolcall.models import TaskEvent, ToolCall
-from a2a_toolcall.runtime import runner
-from tests import routers
 from tests.agents import CARD, PIN, SECRET, TEXT
+from tests.conftest import BOTH_DATABASES
 from tests.live import ROOT, LiveServer, live_server
 from tests.redaction_settings import CARD_MASK, mask_cards
 from tests.test_audit import rpc, stream, until_finished
 
-DATABASES = ["default", "postgres"]
-pytestmark = pytest.mark.django_db(transaction=True, databases=DATABASES)
+DATABASES = BOTH_DATABASES
+pytestmark = [
+    pytest.mark.django_db(transaction=True, databases=DATABASES),
+    pytest.mark.usefixtures("stop_in_process_runtime"),
+]
 
 STREAMED_ONLY = {"progress"}
 """Narration ``meta`` is in its status-update event only: the task keeps its last status."""
@@ -107,22 +106,6 @@ def assert_cleaned(
         assert copies == [expected(kind)] * len(copies), kind
     text = json.dumps(value, ensure_ascii=False)
     assert not [secret for secret in never if secret in text]
-
-
-@pytest.fixture(params=DATABASES)
-def database(request: pytest.FixtureRequest) -> Iterator[str]:
-    routers.ALIAS = request.param
-    yield request.param
-    routers.ALIAS = "default"
-
-
-@pytest.fixture(autouse=True)
-async def _stop_in_process_runtime() -> AsyncGenerator[None, None]:
-    yield
-    runtime = runner._IN_PROCESS.get(asyncio.get_running_loop())
-    if runtime is not None:
-        await runtime.shutdown()
-    await sync_to_async(connections.close_all)()
 
 
 @pytest.fixture

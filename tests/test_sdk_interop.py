@@ -255,6 +255,12 @@ def question_of(events: list[pb.StreamResponse]) -> str:
     return str(events[-1].status_update.status.message.parts[0].text)
 
 
+async def send(client: Client, text: str, task: pb.Task | None = None) -> list[pb.StreamResponse]:
+    """Stream a message (an answer to ``task`` when given) to its end, within a minute."""
+    ids = {"task_id": task.id, "context_id": task.context_id} if task is not None else {}
+    return await asyncio.wait_for(collect(client.send_message(user(text, **ids))), 60)
+
+
 def answer_of(events: list[pb.StreamResponse]) -> str:
     assert states(events)[-1] == pb.TASK_STATE_COMPLETED
     answers = [e.artifact_update.artifact for e in events if e.HasField("artifact_update")]
@@ -262,15 +268,9 @@ def answer_of(events: list[pb.StreamResponse]) -> str:
 
 
 async def test_the_default_agent_asks_your_name_across_two_requests(assistant_sdk: Client) -> None:
-    first = await asyncio.wait_for(collect(assistant_sdk.send_message(user("ask me"))), 60)
+    first = await send(assistant_sdk, "ask me")
     assert question_of(first) == "What is your name?"
-    task = first[0].task
-    second = await asyncio.wait_for(
-        collect(
-            assistant_sdk.send_message(user("Grace", task_id=task.id, context_id=task.context_id))
-        ),
-        60,
-    )
+    second = await send(assistant_sdk, "Grace", first[0].task)
     assert answer_of(second) == "nice to meet you, Grace."
     # The ask_user tool started before the question and completed with the answer after it.
     assert [(f.phase, f.name) for f in frames_of(first)] == [("started", "ask_user")]
@@ -282,19 +282,11 @@ async def test_the_default_agent_asks_your_name_across_two_requests(assistant_sd
 async def test_the_default_agent_asks_twice_in_one_task_before_a_charge(
     assistant_sdk: Client,
 ) -> None:
-    first = await asyncio.wait_for(
-        collect(assistant_sdk.send_message(user("charge 5 to my card and ask me"))), 60
-    )
+    first = await send(assistant_sdk, "charge 5 to my card and ask me")
     assert question_of(first) == "approve charge_card(amount=5)? Answer approve or reject."
-    task = first[0].task
-
-    async def reply(text: str) -> list[pb.StreamResponse]:
-        message = user(text, task_id=task.id, context_id=task.context_id)
-        return await asyncio.wait_for(collect(assistant_sdk.send_message(message)), 60)
-
-    second = await reply("approve")
+    second = await send(assistant_sdk, "approve", first[0].task)
     assert question_of(second) == "What is your name?"
-    third = await reply("Grace")
+    third = await send(assistant_sdk, "Grace", first[0].task)
     text = answer_of(third)
     assert text.startswith("charged 5 EUR (receipt demo-")
     assert text.endswith("; nice to meet you, Grace.")
@@ -307,17 +299,9 @@ async def test_the_default_agent_asks_twice_in_one_task_before_a_charge(
 
 
 async def test_the_default_agent_declines_a_rejected_charge(assistant_sdk: Client) -> None:
-    first = await asyncio.wait_for(
-        collect(assistant_sdk.send_message(user("charge 9 to my card"))), 60
-    )
+    first = await send(assistant_sdk, "charge 9 to my card")
     assert question_of(first).startswith("approve charge_card(amount=9)?")
-    task = first[0].task
-    second = await asyncio.wait_for(
-        collect(
-            assistant_sdk.send_message(user("reject", task_id=task.id, context_id=task.context_id))
-        ),
-        60,
-    )
+    second = await send(assistant_sdk, "reject", first[0].task)
     assert answer_of(second) == (
         "charge_card was not run: rejected by the user (answered 'reject'); nothing was done."
     )
@@ -347,17 +331,11 @@ async def test_a_langgraph_agent_resumes_twice_in_one_task_across_requests(
         card.supported_interfaces.extend(legacy)
     client = ClientFactory(ClientConfig(streaming=True)).create(card)
     try:
-        first = await asyncio.wait_for(collect(client.send_message(user("ship"))), 60)
+        first = await send(client, "ship")
         assert question_of(first) == "Ship it?"
-        task = first[0].task
-
-        async def reply(text: str) -> list[pb.StreamResponse]:
-            message = user(text, task_id=task.id, context_id=task.context_id)
-            return await asyncio.wait_for(collect(client.send_message(message)), 60)
-
-        second = await reply("yes")
+        second = await send(client, "yes", first[0].task)
         assert question_of(second) == "Really?"
-        third = await reply("sure")
+        third = await send(client, "sure", first[0].task)
     finally:
         await client.close()
     assert answer_of(third) == "shipped: the user said yes, the user said sure"
