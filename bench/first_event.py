@@ -4,6 +4,8 @@ Starts the demo site (daphne, SQLite, in-memory layer, the LangGraph assistant) 
 ``--url`` names a running one, streams ``--runs`` requests one after another and prints the
 median and p90 of the time from sending the request to each of: the first event (the Task),
 the ``thinking`` narration, the first ``started`` frame (after the planner's first decision).
+The first request after the server came up is reported on its own line (a server that
+imports its agents on the first request shows it there: ``warm_up()``, docs/deployment.md).
 
     python -m bench.first_event --runs 50
 """
@@ -47,7 +49,7 @@ def measure(http: httpx.Client, url: str) -> tuple[float, float, float]:
     decoder = SSEDecoder()
     marks: dict[str, float] = {}
     start = time.perf_counter()
-    with httpx.stream(
+    with http.stream(
         "POST", url + "/a2a/", json=body, timeout=30, headers={"A2A-Version": "1.0"}
     ) as response:
         for chunk in response.iter_bytes():
@@ -111,12 +113,15 @@ def main() -> None:
         with httpx.Client(
             timeout=30, transport=httpx.HTTPTransport(socket_options=nodelay)
         ) as http:
-            measure(http, url)  # warm up: the first request imports and connects
+            cold = measure(http, url)  # the first request after start: not in the samples
             samples = [measure(http, url) for _ in range(args.runs)]
     finally:
         if process is not None:
             process.terminate()
             process.wait(10)
+    print(f"the first request after start, milliseconds from sending ({ASK!r}):")
+    task, thinking, started = cold
+    print(f"  first event {task:.1f}, thinking {thinking:.1f}, first started frame {started:.1f}")
     print(f"{args.runs} streamed requests to {url} ({ASK!r}), milliseconds from sending:")
     for i, label in enumerate(("first event (Task)", "thinking narration", "first started frame")):
         values = sorted(s[i] for s in samples)
