@@ -38,9 +38,19 @@ def default_agent_name() -> str:
     return str(name)
 
 
-def build_card(endpoint_url: str) -> AgentCard:
-    """The card for this site; ``endpoint_url`` is used unless ``CARD['url']`` is set."""
+def build_card(endpoint_url: str, *, extended: bool = False) -> AgentCard:
+    """The card for this site; ``endpoint_url`` is used unless ``CARD['url']`` is set.
+
+    ``extended``: the card for authenticated callers (``EXTENDED_CARD`` merged over ``CARD``).
+    The security schemes follow the configured authenticators (a2a_toolcall.auth).
+    """
+    from a2a_toolcall.auth import card_security
+
     config: dict[str, Any] = dict(get_setting("CARD") or {})
+    extra = get_setting("EXTENDED_CARD")
+    if extended and extra:
+        config.update(extra)
+    schemes, requirements = card_security()
     agent = default_agent_name()
     url = config.get("url") or endpoint_url
     skills = config.get("skills") or [
@@ -67,10 +77,12 @@ def build_card(endpoint_url: str) -> AgentCard:
         capabilities=AgentCapabilities(
             streaming=True,
             push_notifications=False,
-            extended_agent_card=False,
+            extended_agent_card=extra is not None,
             extensions=[TOOL_CALL_EXTENSION],
         ),
         default_input_modes=config.get("defaultInputModes") or ["text/plain", "application/json"],
         default_output_modes=config.get("defaultOutputModes") or ["text/plain", "application/json"],
         skills=[AgentSkill.model_validate(skill) for skill in skills],
+        security_schemes=schemes,
+        security_requirements=requirements,
     )

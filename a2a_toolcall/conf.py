@@ -75,6 +75,49 @@ DEFAULTS: Final[dict[str, Any]] = {
     # rows: no admin timeline, no replay from another process. For measuring what recording
     # costs, or sites that must not keep tool payloads.
     "RECORD_EVENTS": True,
+    # --- access control (docs/security.md) ---
+    # Authenticators tried in order (dotted paths); the first that recognises the request's
+    # credentials decides who the caller is.
+    "AUTHENTICATORS": [
+        "a2a_toolcall.auth.SessionAuthenticator",
+        "a2a_toolcall.apikeys.ApiKeyAuthenticator",
+    ],
+    # Callers with no credentials at all. Off: they get HTTP 401. On: each anonymous caller sees
+    # only the tasks of its own session, or a task whose id it holds.
+    "ALLOW_ANONYMOUS": False,
+    # Dotted path to a function (user, request) -> bool deciding whether an authenticated user
+    # may use the agent (HTTP 403 when not). None: every authenticated, active user may.
+    "PERMISSION": None,
+    # API keys: the extra header they may come in (besides "Authorization: Bearer <key>").
+    "API_KEY_HEADER": "X-API-Key",
+    # Bearer tokens from an identity provider: dotted path to a function (token) -> user or None
+    # (a2a_toolcall.bearer.jwt_verifier verifies JWTs against a JWKS; see docs/security.md).
+    "BEARER_VERIFIER": None,
+    "BEARER_FORMAT": "JWT",
+    # The provider's discovery document: the card then advertises openIdConnect for bearer tokens.
+    "OPENID_CONNECT_URL": None,
+    # PyJWT + JWKS verifier (a2a_toolcall.bearer.jwt_verifier): the key set, issuer, audience,
+    # algorithms, the claim naming the user, and whether unknown users are created.
+    "JWT": {
+        "JWKS_URL": None,
+        "ISSUER": None,
+        "AUDIENCE": None,
+        "ALGORITHMS": ["RS256", "ES256"],
+        "USERNAME_CLAIM": "sub",
+        "CREATE_USERS": False,
+        "LEEWAY": 30,
+    },
+    # CARD members (merged over CARD) served by GetExtendedAgentCard to authenticated callers.
+    # None: no extended card.
+    "EXTENDED_CARD": None,
+    # Limits per owner (user, or client address for anonymous callers): requests per period
+    # ("120/min", "10/s", "1000/hour"; None: no limit) counted in the Django cache THROTTLE_CACHE,
+    # and tasks running at once (None: no limit). Both answered HTTP 429 with Retry-After.
+    "RATE_LIMIT": None,
+    "MAX_RUNNING_TASKS_PER_OWNER": None,
+    "THROTTLE_CACHE": "default",
+    # Proxies in front of the site that append to X-Forwarded-For (0: use the peer address).
+    "TRUSTED_PROXY_COUNT": 0,
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models.functions import Left
@@ -78,9 +79,41 @@ class Task(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     tool_call_count = models.PositiveIntegerField(default=0)
     failed_tool_count = models.PositiveIntegerField(default=0)
+    # Who created it (docs/security.md). A user's task belongs to that user; an anonymous
+    # caller's task belongs to its session (a digest of the session key, never the key) or, with
+    # no session, to whoever holds its id. A task whose user was deleted belongs to no one
+    # (owner_kind stays "user"): only staff who may view all tasks see it.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="a2a_tasks",
+        db_index=False,
+    )
+    owner_kind = models.CharField(
+        max_length=16,
+        choices=[("user", "user"), ("anonymous", "anonymous")],
+        default="anonymous",
+    )
+    owner_session = models.CharField(
+        max_length=64, blank=True, help_text="Digest of an anonymous caller's session key."
+    )
+    tenant = models.CharField(max_length=255, blank=True, help_text="The request's tenant.")
+    auth_scheme = models.CharField(
+        max_length=32, blank=True, help_text="How the creator authenticated."
+    )
+    credential = models.CharField(
+        max_length=200, blank=True, help_text="Which credential: the API key's prefix and name…"
+    )
 
     class Meta:
+        permissions = (("view_all_tasks", "Can view every owner's tasks"),)
         indexes = (
+            models.Index(fields=["owner", "-updated_at", "-id"], name="a2a_task_owner_recent"),
+            models.Index(
+                fields=["owner_session", "-updated_at", "-id"], name="a2a_task_session_recent"
+            ),
             models.Index(fields=["-updated_at", "-id"], name="a2a_task_recent"),
             models.Index(fields=["context_id", "-updated_at"], name="a2a_task_context_recent"),
             models.Index(fields=["state", "-updated_at"], name="a2a_task_state_recent"),
@@ -189,3 +222,40 @@ class ToolCall(models.Model):
         return models.Q(status=cls.Status.FAILED) & (
             models.Q(error=CANCELLED_ERROR) | models.Q(Exact(Left("error", len(prefix)), prefix))
         )
+
+
+class ApiKey(models.Model):
+    """An API key: only its SHA-256 digest is kept; the key itself is shown once, when minted.
+
+    Keys look like ``a2a_<prefix>_<secret>``; the prefix is stored in clear so a key can be told
+    apart in lists and logs. See :mod:`a2a_toolcall.apikeys`.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="a2a_api_keys"
+    )
+    name = models.CharField(max_length=100, help_text="What the key is for.")
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Empty: never expires.")
+    revoked = models.BooleanField(default=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = "API key"
+        ordering = ("-created_at",)
+
+    def __str__(self) -> str:
+        return f"{self.name} (a2a_{self.prefix}_…)"
+
+    @property
+    def is_expired(self) -> bool:
+        """True once ``expires_at`` has passed."""
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
+    def is_usable(self) -> bool:
+        """Neither revoked nor expired."""
+        return not self.revoked and not self.is_expired

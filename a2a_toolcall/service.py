@@ -146,17 +146,30 @@ class TaskService:
     # --- sending -----------------------------------------------------------------------------
 
     async def send(
-        self, request: SendMessageRequest, *, agent: str, dispatch: bool = True
+        self,
+        request: SendMessageRequest,
+        *,
+        agent: str,
+        dispatch: bool = True,
+        owner: store.Owner | None = None,
+        auth_scheme: str = "",
+        credential: str = "",
     ) -> Started:
         """Start a task for a new message, or deliver the answer to a task waiting for input.
 
         ``dispatch=False``: the new task is stored and recorded, but its work goes to the
         runtime only when the caller calls ``Started.dispatch`` (a stream does once its first
         event is out, so the agent's own work does not delay it).
+
+        ``owner``: the caller the task belongs to (None: unscoped, the server's own use); a
+        follow-up reaches only the owner's tasks and a new task joins only the owner's context.
+        ``auth_scheme`` and ``credential`` go to the audit record.
         """
         message = request.message
         if message.task_id:
-            return await self._continue(message)
+            return await self._continue(message, owner)
+        if message.context_id and owner is not None:
+            await store.check_context(message.context_id, owner)
         task_id = str(uuid.uuid4())
         context_id = message.context_id or str(uuid.uuid4())
         message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
@@ -169,6 +182,9 @@ class TaskService:
             message=message,
             metadata=dict(request.metadata or {}),
             status=status,
+            owner=owner,
+            auth_scheme=auth_scheme,
+            credential=credential,
         )
         stream = TaskStream(
             self.bus,
@@ -194,9 +210,9 @@ class TaskService:
             return Started(task_id=task_id, after_seq=0, snapshot=None)
         return Started(task_id=task_id, after_seq=0, snapshot=None, dispatch=send_work)
 
-    async def _continue(self, message: Message) -> Started:
+    async def _continue(self, message: Message, owner: store.Owner | None) -> Started:
         assert message.task_id is not None
-        row = await store.load_row(message.task_id)
+        row = await store.load_row(message.task_id, owner)
         state = row.task_state
         meta = {"taskId": row.id, "state": state.value}
         if state.is_terminal:
@@ -263,9 +279,15 @@ class TaskService:
 
     # --- cancel ------------------------------------------------------------------------------
 
-    async def cancel(self, task_id: str, reason: str = "canceled by the client") -> Task:
-        """Cancel through the bus (the runtime stops the agent) and return the task."""
-        row = await store.load_row(task_id)
+    async def cancel(
+        self,
+        task_id: str,
+        reason: str = "canceled by the client",
+        owner: store.Owner | None = None,
+    ) -> Task:
+        """Cancel through the bus (the runtime stops the agent) and return the task (only
+        ``owner``'s, when given)."""
+        row = await store.load_row(task_id, owner)
         if row.task_state.is_terminal:
             raise jsonrpc.TaskNotCancelableError(
                 f"Task {task_id} is already {row.task_state.name.lower()}",

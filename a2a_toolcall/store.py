@@ -36,7 +36,9 @@ from a2a_toolcall.protocol.models import (
 
 __all__ = [
     "LoggedEvent",
+    "Owner",
     "TaskWrite",
+    "check_context",
     "create_task",
     "current_snapshot",
     "events_after",
@@ -54,6 +56,50 @@ T = TypeVar("T")
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Whose tasks a caller may see; every read and write on a caller's behalf is scoped by it.
+
+    A user sees the tasks it created. An anonymous caller with a session sees its session's
+    tasks; one without a session reaches only tasks created without a session, and only by
+    their id (it lists none). ``tenant``, when the request names one, narrows further. A task of
+    someone else is never told apart from a task that does not exist.
+    """
+
+    user_id: Any = None
+    session: str = ""
+    """Digest of an anonymous caller's session key."""
+    tenant: str = ""
+
+    @property
+    def is_user(self) -> bool:
+        """True for an authenticated user."""
+        return self.user_id is not None
+
+    def scope(self, rows: Any, *, listing: bool = False) -> Any:
+        """``rows`` (a Task queryset) narrowed to this owner's tasks."""
+        if self.is_user:
+            rows = rows.filter(owner_kind="user", owner_id=self.user_id)
+        elif self.session:
+            rows = rows.filter(owner_kind="anonymous", owner_session=self.session)
+        elif listing:
+            return rows.none()
+        else:
+            rows = rows.filter(owner_kind="anonymous", owner_session="")
+        if self.tenant:
+            rows = rows.filter(tenant=self.tenant)
+        return rows
+
+    def row_fields(self) -> dict[str, Any]:
+        """The ownership fields of a task this owner creates."""
+        return {
+            "owner_id": self.user_id,
+            "owner_kind": "user" if self.is_user else "anonymous",
+            "owner_session": "" if self.is_user else self.session,
+            "tenant": self.tenant,
+        }
 
 
 class LoggedEvent:
@@ -231,10 +277,16 @@ async def create_task(
     message: Message,
     metadata: dict[str, Any],
     status: TaskStatus,
+    owner: Owner | None = None,
+    auth_scheme: str = "",
+    credential: str = "",
 ) -> orm.Task:
     """Insert a new task row in SUBMITTED (its first event is logged by the recorder)."""
     now = timezone.now()
     row = orm.Task(
+        **(owner or Owner()).row_fields(),
+        auth_scheme=auth_scheme,
+        credential=credential[:200],
         id=task_id,
         context_id=context_id,
         agent=agent,
@@ -262,19 +314,42 @@ async def in_shared_thread(call: Callable[[], T]) -> T:
     return await asyncio.get_running_loop().create_task(job, context=contextvars.Context())
 
 
-async def load_row(task_id: str) -> orm.Task:
-    """The row of ``task_id``; raises TaskNotFoundError."""
+async def load_row(task_id: str, owner: Owner | None = None) -> orm.Task:
+    """The row of ``task_id`` if ``owner`` may see it (None: unscoped, for the server's own
+    use); raises TaskNotFoundError otherwise, the same for a task of someone else as for an
+    unknown id."""
+    rows = orm.Task.objects.all()
+    if owner is not None:
+        rows = owner.scope(rows)
     try:
-        return await orm.Task.objects.aget(pk=task_id)
+        return await rows.aget(pk=task_id)
     except orm.Task.DoesNotExist:
         raise jsonrpc.TaskNotFoundError(
             f"Task not found: {task_id}", metadata={"taskId": task_id}
         ) from None
 
 
-async def get_task(task_id: str, history_length: int | None = None) -> Task:
+async def get_task(
+    task_id: str, history_length: int | None = None, owner: Owner | None = None
+) -> Task:
     """GetTask."""
-    return await current_snapshot(await load_row(task_id), history_length=history_length)
+    return await current_snapshot(await load_row(task_id, owner), history_length=history_length)
+
+
+async def check_context(context_id: str, owner: Owner) -> None:
+    """Refuse a new message naming a context that tasks of another owner use (a context is
+    never shared between owners); a context no one uses yet is the caller's to start."""
+    others = orm.Task.objects.filter(context_id=context_id).exclude(
+        pk__in=owner.scope(orm.Task.objects.filter(context_id=context_id)).values("pk")
+    )
+    if await others.aexists():
+        raise jsonrpc.InvalidParamsError(
+            "Invalid parameters: params.message.contextId cannot be used by this caller; "
+            "send the message without contextId (or with a new one) to start a conversation",
+            violations=[
+                jsonrpc.FieldViolation("params.message.contextId", "not a context of this caller")
+            ],
+        )
 
 
 _CALL_FIELDS = (
@@ -437,8 +512,9 @@ def _decode_token(token: str) -> tuple[datetime, str]:
         ) from None
 
 
-async def list_tasks(request: ListTasksRequest) -> ListTasksResponse:
-    """ListTasks: newest status first, cursor paging, filters per spec 3.1.4."""
+async def list_tasks(request: ListTasksRequest, owner: Owner | None = None) -> ListTasksResponse:
+    """ListTasks: newest status first, cursor paging, filters per spec 3.1.4; only ``owner``'s
+    tasks (None: every task)."""
     page_size = request.page_size or DEFAULT_PAGE_SIZE
     if not 1 <= page_size <= MAX_PAGE_SIZE:
         raise jsonrpc.InvalidParamsError(
@@ -451,6 +527,8 @@ async def list_tasks(request: ListTasksRequest) -> ListTasksResponse:
             violations=[jsonrpc.FieldViolation("params.historyLength", "must be >= 0")],
         )
     rows = orm.Task.objects.all()
+    if owner is not None:
+        rows = owner.scope(rows, listing=True)
     if request.context_id:
         rows = rows.filter(context_id=request.context_id)
     if request.status is not None and request.status is not TaskState.UNSPECIFIED:

@@ -22,7 +22,8 @@ from django.utils.http import http_date, parse_http_date_safe
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
-from a2a_toolcall import store
+from a2a_toolcall import store, throttle
+from a2a_toolcall.auth import Caller, authenticate
 from a2a_toolcall.card import build_card, default_agent_name
 from a2a_toolcall.conf import get_setting
 from a2a_toolcall.contract import TOOL_CALL_V1_URI
@@ -162,6 +163,11 @@ class Call:
     """The method as the client named it (its 0.3 name in the 0.3 dialect)."""
     params: dict[str, Any]
     extensions: list[str]
+    caller: Caller
+
+    def owner(self, tenant: str | None) -> store.Owner:
+        """Whose tasks this call may see and make."""
+        return self.caller.owner(tenant)
 
     def answer(self, result: BaseModel | dict[str, Any]) -> HttpResponse:
         """The JSON-RPC success response."""
@@ -232,9 +238,14 @@ def _content_type(request: HttpRequest) -> None:
 def _error(
     request_id: jsonrpc.RequestId, error: jsonrpc.A2AError, dialect: jsonrpc.Dialect
 ) -> HttpResponse:
-    return HttpResponse(
-        jsonrpc.error_response(request_id, error, dialect), content_type="application/json"
+    response = HttpResponse(
+        jsonrpc.error_response(request_id, error, dialect),
+        content_type="application/json",
+        status=error.http_status,
     )
+    for name, value in error.headers.items():
+        response[name] = value
+    return response
 
 
 def _params(model: type[Any], call: Call) -> Any:
@@ -298,7 +309,12 @@ async def jsonrpc_endpoint(request: HttpRequest) -> HttpResponseBase:
                     metadata={"method": method},
                 )
             mapped = method
-        call = Call(request, request_id, dialect, mapped, method, rpc.params, _extensions(request))
+        # Who is calling, before anything is read or stored on its behalf.
+        caller = await authenticate(request)
+        await throttle.check_rate(caller)
+        call = Call(
+            request, request_id, dialect, mapped, method, rpc.params, _extensions(request), caller
+        )
         return await HANDLERS[mapped](call)
     except jsonrpc.A2AError as error:
         return _error(request_id, error, dialect)
@@ -329,11 +345,25 @@ def _task_result(call: Call, task: Task) -> HttpResponse:
     return call.answer(task)
 
 
+async def _send(call: Call, params: SendMessageRequest, *, dispatch: bool) -> Any:
+    owner = call.owner(params.tenant)
+    if not params.message.task_id:
+        await throttle.check_running(owner)
+    return await _service().send(
+        params,
+        agent=default_agent_name(),
+        dispatch=dispatch,
+        owner=owner,
+        auth_scheme=call.caller.scheme,
+        credential=call.caller.credential,
+    )
+
+
 async def send_message(call: Call) -> HttpResponseBase:
     params: SendMessageRequest = _params(SendMessageRequest, call)
     _check_message(params)
     service = _service()
-    started = await service.send(params, agent=default_agent_name())
+    started = await _send(call, params, dispatch=True)
     config = params.configuration
     if not (config and config.return_immediately):
         await service.wait(started.task_id, started.after_seq)
@@ -352,7 +382,7 @@ async def send_streaming_message(call: Call) -> HttpResponseBase:
     params: SendMessageRequest = _params(SendMessageRequest, call)
     _check_message(params)
     service = _service()
-    started = await service.send(params, agent=default_agent_name(), dispatch=False)
+    started = await _send(call, params, dispatch=False)
     first = [StreamResponse(task=started.snapshot)] if started.snapshot is not None else []
     return _stream(
         call, service, started.task_id, started.after_seq, first, dispatch=started.dispatch
@@ -387,22 +417,24 @@ async def get_task(call: Call) -> HttpResponseBase:
             "Invalid parameters: params.historyLength must not be negative",
             violations=[jsonrpc.FieldViolation("params.historyLength", "must be >= 0")],
         )
-    return _task_result(call, await store.get_task(params.id, params.history_length))
+    return _task_result(
+        call, await store.get_task(params.id, params.history_length, call.owner(params.tenant))
+    )
 
 
 async def list_tasks(call: Call) -> HttpResponseBase:
     params: ListTasksRequest = _params(ListTasksRequest, call)
-    return call.answer(await store.list_tasks(params))
+    return call.answer(await store.list_tasks(params, call.owner(params.tenant)))
 
 
 async def cancel_task(call: Call) -> HttpResponseBase:
     params: CancelTaskRequest = _params(CancelTaskRequest, call)
-    return _task_result(call, await _service().cancel(params.id))
+    return _task_result(call, await _service().cancel(params.id, owner=call.owner(params.tenant)))
 
 
 async def subscribe_to_task(call: Call) -> HttpResponseBase:
     params: SubscribeToTaskRequest = _params(SubscribeToTaskRequest, call)
-    row = await store.load_row(params.id)
+    row = await store.load_row(params.id, call.owner(params.tenant))
     if row.task_state.is_terminal:
         raise jsonrpc.UnsupportedOperationError(
             f"Task {row.id} is {row.task_state.name.lower()}: a task in a terminal state has no "
@@ -418,10 +450,24 @@ async def subscribe_to_task(call: Call) -> HttpResponseBase:
 
 
 async def get_extended_agent_card(call: Call) -> HttpResponseBase:
-    # Spec 3.3.4: with capabilities.extendedAgentCard false, the method is unsupported.
-    raise jsonrpc.UnsupportedOperationError(
-        "This agent has no extended agent card (capabilities.extendedAgentCard is false)"
-    )
+    if get_setting("EXTENDED_CARD") is None:
+        # Spec 3.3.4: with capabilities.extendedAgentCard false, the method is unsupported.
+        raise jsonrpc.UnsupportedOperationError(
+            "This agent has no extended agent card (capabilities.extendedAgentCard is false)"
+        )
+    if not call.caller.is_authenticated:
+        error = jsonrpc.UnauthenticatedError(
+            "Authentication required: the extended agent card is for authenticated callers"
+        )
+        from a2a_toolcall.auth import challenges
+
+        if values := challenges():
+            error.headers = {"WWW-Authenticate": ", ".join(values)}
+        raise error
+    card = build_card(_endpoint_url(call.request), extended=True)
+    if call.dialect == "0.3":
+        return call.answer(v03.card_to_v03(card))
+    return call.answer(card)
 
 
 async def push_notifications(call: Call) -> HttpResponseBase:

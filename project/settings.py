@@ -150,7 +150,13 @@ A2A_TOOLCALL: dict[str, Any] = {
     "REQUEST_CHANNEL_LAYER": "work" if os.environ.get("A2A_DEMO_REDIS") else None,
     # A2A_CARD_V03=0 serves the strict 1.0 card to every client (see docs/conformance.md).
     "CARD_V03_MEMBERS": os.environ.get("A2A_CARD_V03", "1") == "1",
+    # The demo lets anyone in without a login, so its README command works as it is; each
+    # anonymous visitor sees only its own session's tasks. A2A_DEMO_ANONYMOUS=0 requires a login
+    # or an API key (docs/security.md), as the app does by default.
+    "ALLOW_ANONYMOUS": os.environ.get("A2A_DEMO_ANONYMOUS", "1") == "1",
 }
+# Where the live page sends a visitor who must log in: the admin's login page.
+LOGIN_URL = "admin:login"
 if os.environ.get("A2A_DEMO_RECORD_EVENTS") == "0":
     A2A_TOOLCALL["RECORD_EVENTS"] = False
 if A2A_TOOLCALL["DEFAULT_AGENT"] == "bench":

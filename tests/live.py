@@ -39,10 +39,32 @@ class LiveServer:
     config: str
     env: dict[str, str]
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    keys: dict[str, str] = field(default_factory=dict)
 
     @property
     def endpoint(self) -> str:
         return self.url + "/a2a/"
+
+    def manage(self, *args: str) -> str:
+        """Run ``manage.py`` against this server's database; its standard output."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return done.stdout
+
+    def api_key(self, user: str = "tester") -> str:
+        """An API key acting as ``user`` (created if need be), minted by ``a2a_apikey``;
+        the same key for the same user on this server."""
+        if user not in self.keys:
+            self.keys[user] = self.manage(
+                "a2a_apikey", "create", user, "tests", "--create-user", "--quiet"
+            ).strip()
+        return self.keys[user]
 
 
 def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:

@@ -246,7 +246,7 @@ async def test_resubscribe_to_a_finished_task_falls_back_to_get(server_url: str)
 
 
 async def test_list_tasks(ours: LiveServer) -> None:
-    async with A2AClient(ours.url) as client:
+    async with A2AClient(ours.url, headers={"X-API-Key": ours.api_key()}) as client:
         done = await client.send("what is 9-1")
         assert isinstance(done, Task)
         listed = await client.list_tasks(context_id=done.context_id)

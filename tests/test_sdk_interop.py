@@ -45,9 +45,13 @@ async def sdk(request: pytest.FixtureRequest, server: LiveServer) -> AsyncIterat
         legacy = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(legacy)
-    client = ClientFactory(ClientConfig(streaming=True)).create(card)
-    yield client
-    await client.close()
+    # One caller throughout, with an API key (ListTasks shows a caller its own tasks only).
+    async with httpx.AsyncClient(
+        headers={"X-API-Key": server.api_key()}, timeout=httpx.Timeout(30, read=None)
+    ) as http:
+        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        yield client
+        await client.close()
 
 
 def user(text: str, **fields: Any) -> pb.SendMessageRequest:
@@ -97,7 +101,9 @@ async def test_streaming_send_every_started_resolves_once(sdk: Client) -> None:
 
 
 async def test_blocking_send_get_and_list(sdk: Client, server: LiveServer) -> None:
-    blocking = ClientFactory(ClientConfig(streaming=False)).create(sdk._card)  # type: ignore[attr-defined]
+    blocking = ClientFactory(
+        ClientConfig(streaming=False, httpx_client=sdk._transport.httpx_client)  # type: ignore[attr-defined]
+    ).create(sdk._card)  # type: ignore[attr-defined]
     try:
         (event,) = await collect(blocking.send_message(user("what is 9-4")))
     finally:

@@ -70,9 +70,14 @@ class Stream:
 class Client:
     """A bare JSON-RPC client: exactly what goes over the wire, nothing smoothed over."""
 
-    def __init__(self, server: LiveServer, version: str | None = "1.0") -> None:
+    def __init__(
+        self, server: LiveServer, version: str | None = "1.0", *, user: str | None = "tester"
+    ) -> None:
         self.server = server
         self.headers = {"A2A-Version": version} if version else {}
+        if user is not None:
+            # One caller throughout (ListTasks shows a caller its own tasks only).
+            self.headers["X-API-Key"] = server.api_key(user)
         self.counter = 0
 
     def _body(self, method: str, params: dict[str, Any]) -> dict[str, Any]:

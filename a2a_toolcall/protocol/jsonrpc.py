@@ -38,10 +38,13 @@ __all__ = [
     "JSONParseError",
     "JsonRpcRequest",
     "MethodNotFoundError",
+    "PermissionDeniedError",
     "PushNotificationNotSupportedError",
     "RequestId",
+    "ResourceExhaustedError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
+    "UnauthenticatedError",
     "UnsupportedOperationError",
     "VersionNotSupportedError",
     "error_from_wire",
@@ -78,6 +81,11 @@ class ErrorCode(IntEnum):
     EXTENDED_AGENT_CARD_NOT_CONFIGURED = -32007
     EXTENSION_SUPPORT_REQUIRED = -32008
     VERSION_NOT_SUPPORTED = -32009
+    # Server-defined (JSON-RPC reserves -32000..-32099 for servers), sent with HTTP 401, 403
+    # and 429; the reasons are google.rpc's.
+    UNAUTHENTICATED = -32041
+    PERMISSION_DENIED = -32043
+    RESOURCE_EXHAUSTED = -32029
 
     @property
     def reason(self) -> str:
@@ -102,6 +110,9 @@ class A2AError(Exception):
 
     code: int = ErrorCode.INTERNAL_ERROR
     default_message: str = "Internal error"
+    http_status: int = 200
+    """The HTTP status of the response carrying it (JSON-RPC errors travel with 200, except
+    the refusals of access control)."""
 
     def __init__(
         self,
@@ -119,6 +130,8 @@ class A2AError(Exception):
             for key, value in (metadata or {}).items()
         }
         self.violations = tuple(violations)
+        self.headers: dict[str, str] = {}
+        """HTTP headers for the response carrying it (``WWW-Authenticate``, ``Retry-After``)."""
         super().__init__(self.message)
 
     def __repr__(self) -> str:
@@ -280,6 +293,30 @@ class VersionNotSupportedError(A2AError):
     default_message = "Version not supported"
 
 
+class UnauthenticatedError(A2AError):
+    """No credentials, or credentials that were not accepted (HTTP 401)."""
+
+    code = ErrorCode.UNAUTHENTICATED
+    default_message = "Authentication required"
+    http_status = 401
+
+
+class PermissionDeniedError(A2AError):
+    """The caller is known but may not use this agent (HTTP 403)."""
+
+    code = ErrorCode.PERMISSION_DENIED
+    default_message = "Permission denied"
+    http_status = 403
+
+
+class ResourceExhaustedError(A2AError):
+    """Too many requests or running tasks for this caller (HTTP 429)."""
+
+    code = ErrorCode.RESOURCE_EXHAUSTED
+    default_message = "Too many requests"
+    http_status = 429
+
+
 _ERRORS_BY_CODE: dict[int, type[A2AError]] = {
     cls.code: cls
     for cls in (
@@ -297,6 +334,9 @@ _ERRORS_BY_CODE: dict[int, type[A2AError]] = {
         ExtendedAgentCardNotConfiguredError,
         ExtensionSupportRequiredError,
         VersionNotSupportedError,
+        UnauthenticatedError,
+        PermissionDeniedError,
+        ResourceExhaustedError,
     )
 }
 
