@@ -44,7 +44,181 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     errors += _check_keys()
     errors += _check_hygiene(config)
     errors += _check_deployment(config)
+    errors += _check_access(config)
     return errors
+
+
+def _import(path: object) -> tuple[Any, str | None]:
+    """(the object, None) or (None, why it cannot be imported)."""
+    if not isinstance(path, str) or not path:
+        return None, f"{path!r} is not a dotted path"
+    try:
+        return import_string(path), None
+    except ImportError as exc:
+        return None, str(exc)
+
+
+def _check_access(config: dict[str, Any]) -> list[CheckMessage]:
+    """Access control: authenticators, the permission hook, bearer tokens, limits."""
+    from a2a_toolcall.auth import Authenticator
+
+    messages: list[CheckMessage] = []
+    classes = []
+    for path in config["AUTHENTICATORS"] or []:
+        found, why = _import(path)
+        if found is None or not (isinstance(found, type) and issubclass(found, Authenticator)):
+            messages.append(
+                Error(
+                    f"A2A_TOOLCALL['AUTHENTICATORS'] names {path!r}, which is not an "
+                    f"Authenticator class{f' ({why})' if why else ''}.",
+                    hint="List dotted paths to subclasses of a2a_toolcall.auth.Authenticator "
+                    "(docs/security.md).",
+                    id="a2a_toolcall.E013",
+                )
+            )
+        else:
+            classes.append(found)
+    if not config["AUTHENTICATORS"] and not config["ALLOW_ANONYMOUS"]:
+        messages.append(
+            Error(
+                "A2A_TOOLCALL['AUTHENTICATORS'] is empty and ALLOW_ANONYMOUS is off: every "
+                "request to the A2A endpoint is refused.",
+                hint="List authenticators (the defaults: session and API keys), or allow "
+                "anonymous callers.",
+                id="a2a_toolcall.E013",
+            )
+        )
+    if config["PERMISSION"] is not None:
+        found, why = _import(config["PERMISSION"])
+        if not callable(found):
+            messages.append(
+                Error(
+                    f"A2A_TOOLCALL['PERMISSION'] = {config['PERMISSION']!r} is not a function "
+                    f"(user, request) -> bool{f' ({why})' if why else ''}.",
+                    id="a2a_toolcall.E014",
+                )
+            )
+    messages += _check_bearer(config, classes)
+    messages += _check_limits(config)
+    if config["ALLOW_ANONYMOUS"] and not settings.DEBUG:
+        messages.append(
+            Warning(
+                "A2A_TOOLCALL['ALLOW_ANONYMOUS'] is on with DEBUG = False: anyone who can reach "
+                "the site may run the agent (each anonymous caller sees only its own tasks).",
+                hint="Turn ALLOW_ANONYMOUS off and give callers API keys or tokens "
+                "(docs/security.md), or silence a2a_toolcall.W010 if the agent is meant to be "
+                "public.",
+                id="a2a_toolcall.W010",
+            )
+        )
+    from a2a_toolcall.auth import SessionAuthenticator
+
+    sessions = "django.contrib.sessions.middleware.SessionMiddleware" in (
+        getattr(settings, "MIDDLEWARE", None) or []
+    )
+    if any(issubclass(c, SessionAuthenticator) for c in classes) and not sessions:
+        messages.append(
+            Warning(
+                "SessionAuthenticator is listed but SessionMiddleware is not installed: "
+                "logged-in users of the live page are not recognised.",
+                hint="Add django.contrib.sessions.middleware.SessionMiddleware to MIDDLEWARE, "
+                "or drop the authenticator.",
+                id="a2a_toolcall.W011",
+            )
+        )
+    return messages
+
+
+def _check_bearer(config: dict[str, Any], classes: list[type]) -> list[CheckMessage]:
+    try:
+        from a2a_toolcall.bearer import BearerAuthenticator
+    except ImportError:  # pragma: no cover - the module is part of the app
+        return []
+    if not any(issubclass(c, BearerAuthenticator) for c in classes):
+        return []
+    verifier = config["BEARER_VERIFIER"]
+    found, why = _import(verifier) if verifier else (None, "it is not set")
+    if not callable(found):
+        return [
+            Error(
+                f"BearerAuthenticator is listed but A2A_TOOLCALL['BEARER_VERIFIER'] is not a "
+                f"function (token) -> user ({why or repr(verifier)}).",
+                hint="Set it, e.g. to 'a2a_toolcall.bearer.jwt_verifier' with the JWT settings "
+                "(docs/security.md).",
+                id="a2a_toolcall.E015",
+            )
+        ]
+    if verifier == "a2a_toolcall.bearer.jwt_verifier":
+        jwt_config = config["JWT"] or {}
+        problems = []
+        if not jwt_config.get("JWKS_URL"):
+            problems.append("JWT['JWKS_URL'] is not set")
+        try:
+            import jwt  # noqa: F401
+        except ImportError:
+            problems.append('PyJWT is not installed (pip install "a2a-toolcall[jwt]")')
+        if problems:
+            return [
+                Error(
+                    "jwt_verifier cannot verify tokens: " + "; ".join(problems) + ".",
+                    hint="See docs/security.md, 'Bearer tokens'.",
+                    id="a2a_toolcall.E015",
+                )
+            ]
+    return []
+
+
+def _check_limits(config: dict[str, Any]) -> list[CheckMessage]:
+    from a2a_toolcall.throttle import parse_rate
+
+    messages: list[CheckMessage] = []
+    rate = config["RATE_LIMIT"]
+    if rate is not None:
+        try:
+            parse_rate(str(rate))
+        except ValueError as exc:
+            messages.append(Error(f"A2A_TOOLCALL['RATE_LIMIT']: {exc}.", id="a2a_toolcall.E016"))
+    cap = config["MAX_RUNNING_TASKS_PER_OWNER"]
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        messages.append(
+            Error(
+                f"A2A_TOOLCALL['MAX_RUNNING_TASKS_PER_OWNER'] must be a positive integer or "
+                f"None, not {cap!r}.",
+                id="a2a_toolcall.E016",
+            )
+        )
+    proxies = config["TRUSTED_PROXY_COUNT"]
+    if isinstance(proxies, bool) or not isinstance(proxies, int) or proxies < 0:
+        messages.append(
+            Error(
+                f"A2A_TOOLCALL['TRUSTED_PROXY_COUNT'] must be an integer >= 0, not {proxies!r}.",
+                id="a2a_toolcall.E016",
+            )
+        )
+    if rate is not None:
+        alias = str(config["THROTTLE_CACHE"])
+        caches = getattr(settings, "CACHES", None) or {"default": {}}
+        if alias not in caches:
+            messages.append(
+                Error(
+                    f"A2A_TOOLCALL['THROTTLE_CACHE'] names the cache {alias!r}, which is not in "
+                    "CACHES.",
+                    id="a2a_toolcall.E017",
+                )
+            )
+        elif not settings.DEBUG and "locmem" in str(
+            caches[alias].get("BACKEND", "django.core.cache.backends.locmem.LocMemCache")
+        ):
+            messages.append(
+                Warning(
+                    f"RATE_LIMIT is counted in the local-memory cache {alias!r}: each process "
+                    "counts on its own, so a site served by N processes allows N times the rate.",
+                    hint="Point THROTTLE_CACHE at a cache every process shares (Redis, "
+                    "Memcached, the database), or silence a2a_toolcall.W012 with one process.",
+                    id="a2a_toolcall.W012",
+                )
+            )
+    return messages
 
 
 def _check_keys() -> list[CheckMessage]:

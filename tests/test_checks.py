@@ -99,6 +99,73 @@ def test_each_check(config: dict[str, Any], layers: dict[str, Any], expected: li
     assert ids(A2A_TOOLCALL=config, CHANNEL_LAYERS=layers) == expected
 
 
+BEARER = "a2a_toolcall.bearer.BearerAuthenticator"
+LOCMEM = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+SHARED = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "t"}}
+
+
+@pytest.mark.parametrize(
+    ("config", "extra", "expected"),
+    [
+        ({"AUTHENTICATORS": ["tests.nowhere.Auth"]}, {}, ["a2a_toolcall.E013"]),
+        ({"AUTHENTICATORS": ["tests.agents.echo"]}, {}, ["a2a_toolcall.E013"]),
+        ({"AUTHENTICATORS": []}, {}, ["a2a_toolcall.E013"]),
+        ({"AUTHENTICATORS": [], "ALLOW_ANONYMOUS": True}, {"DEBUG": True}, []),
+        ({"PERMISSION": "tests.nowhere.allowed"}, {}, ["a2a_toolcall.E014"]),
+        ({"PERMISSION": "tests.agents.WOKE_UP"}, {}, ["a2a_toolcall.E014"]),
+        ({"PERMISSION": "tests.test_access.needs_perm"}, {}, []),
+        ({"AUTHENTICATORS": [BEARER]}, {}, ["a2a_toolcall.E015"]),
+        (
+            {"AUTHENTICATORS": [BEARER], "BEARER_VERIFIER": "a2a_toolcall.bearer.jwt_verifier"},
+            {},
+            ["a2a_toolcall.E015"],
+        ),
+        (
+            {
+                "AUTHENTICATORS": [BEARER],
+                "BEARER_VERIFIER": "a2a_toolcall.bearer.jwt_verifier",
+                "JWT": {"JWKS_URL": "https://idp.example/jwks.json"},
+            },
+            {},
+            [],
+        ),
+        ({"RATE_LIMIT": "lots"}, {"CACHES": SHARED}, ["a2a_toolcall.E016"]),
+        ({"MAX_RUNNING_TASKS_PER_OWNER": 0}, {}, ["a2a_toolcall.E016"]),
+        ({"TRUSTED_PROXY_COUNT": -1}, {}, ["a2a_toolcall.E016"]),
+        ({"RATE_LIMIT": "10/s", "THROTTLE_CACHE": "nope"}, {}, ["a2a_toolcall.E017"]),
+        ({"RATE_LIMIT": "10/s"}, {"CACHES": LOCMEM}, ["a2a_toolcall.W012"]),
+        ({"RATE_LIMIT": "10/s"}, {"CACHES": SHARED}, []),
+        ({"RATE_LIMIT": "10/s"}, {"CACHES": LOCMEM, "DEBUG": True}, []),
+        (
+            {},
+            {
+                "MIDDLEWARE": [
+                    m for m in django_settings.MIDDLEWARE if "session" not in m and "auth" not in m
+                ]
+            },
+            ["a2a_toolcall.W011"],
+        ),
+        (
+            {"ALLOW_ANONYMOUS": True},
+            {"SILENCED_SYSTEM_CHECKS": ["a2a_toolcall.W005"]},
+            ["a2a_toolcall.W010"],
+        ),
+        (
+            {"ALLOW_ANONYMOUS": True},
+            {"DEBUG": True, "SILENCED_SYSTEM_CHECKS": ["a2a_toolcall.W007"]},
+            [],
+        ),
+    ],
+)
+def test_access_checks(config: dict[str, Any], extra: dict[str, Any], expected: list[str]) -> None:
+    found = ids(
+        A2A_TOOLCALL={"AGENTS": AGENTS, **config},
+        CHANNEL_LAYERS={"default": {"BACKEND": "a2a_toolcall.layers.InMemoryChannelLayer"}},
+        **{"SILENCED_SYSTEM_CHECKS": ["a2a_toolcall.W005", "a2a_toolcall.W007"], **extra},
+    )
+    assert found == expected
+
+
 def test_messages_carry_hints() -> None:
     with override_settings(A2A_TOOLCALL={}, CHANNEL_LAYERS=MEMORY):
         (message,) = [m for m in run_checks() if m.id == "a2a_toolcall.E001"]
