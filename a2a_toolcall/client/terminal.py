@@ -98,6 +98,18 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="an HTTP header for every request (repeatable), e.g. 'Authorization: Bearer ...'",
     )
     parser.add_argument(
+        "--api-key",
+        default=os.environ.get("A2A_API_KEY") or None,
+        metavar="KEY",
+        help="an API key, sent as X-API-Key (default: $A2A_API_KEY)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("A2A_TOKEN") or None,
+        metavar="TOKEN",
+        help="a bearer token, sent as 'Authorization: Bearer TOKEN' (default: $A2A_TOKEN)",
+    )
+    parser.add_argument(
         "--no-input",
         action="store_true",
         help="do not ask questions: exit with status 3 when the task needs input",
@@ -118,6 +130,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not text and not args.task:
         parser.error("give a message, or --task ID to follow a running task")
     headers: dict[str, str] = {}
+    if getattr(args, "api_key", None):
+        headers["X-API-Key"] = args.api_key
+    if getattr(args, "token", None):
+        headers["Authorization"] = f"Bearer {args.token}"
     for header in args.header:
         name, sep, value = header.partition(":")
         if not sep or not name.strip():
