@@ -165,6 +165,18 @@ def _check_bearer(config: dict[str, Any], classes: list[type]) -> list[CheckMess
                     id="a2a_toolcall.E015",
                 )
             ]
+        unchecked = [name for name in ("AUDIENCE", "ISSUER") if not jwt_config.get(name)]
+        if unchecked:
+            return [
+                Warning(
+                    f"jwt_verifier does not check {' or '.join(unchecked)}: any token the "
+                    "provider's keys signed is accepted, including tokens issued for other "
+                    "services.",
+                    hint="Set JWT['AUDIENCE'] (this agent's client id or API identifier) and "
+                    "JWT['ISSUER'].",
+                    id="a2a_toolcall.W013",
+                )
+            ]
     return []
 
 
