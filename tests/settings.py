@@ -141,3 +141,16 @@ STATIC_URL = "static/"
 # The test process runs with DEBUG = False on the in-memory layer, on purpose (one process).
 # It also lets anonymous callers in with DEBUG = False (most tests call anonymously).
 SILENCED_SYSTEM_CHECKS = ["a2a_toolcall.W005", "a2a_toolcall.W010"]
+
+# --- Bearer tokens, for live servers (tests/test_auth_interop.py) ------------------------------
+# A server started with tests.idp.IdentityProvider.env() in its environment also accepts that
+# provider's JWTs: the bearer authenticator after the default ones, the provider's settings.
+if os.environ.get("A2A_TEST_JWKS_URL"):
+    from tests.idp import settings_from_env
+
+    A2A_TOOLCALL.update(settings_from_env(os.environ))
+    A2A_TOOLCALL["AUTHENTICATORS"] = [
+        "a2a_toolcall.auth.SessionAuthenticator",
+        "a2a_toolcall.apikeys.ApiKeyAuthenticator",
+        "a2a_toolcall.bearer.BearerAuthenticator",
+    ]
