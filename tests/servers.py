@@ -29,6 +29,16 @@ def server_command(server: str, app: str, port: int, *options: str) -> list[str]
     raise ValueError(f"unknown server {server!r}")
 
 
+def migrated(env: dict[str, str], cwd: Path | None = None) -> dict[str, str]:
+    """Create the tables of the site ``env`` names (its sessions too: the live page gives an
+    anonymous visitor one), as a deployment does before serving; returns ``env``."""
+    root = cwd or Path(__file__).resolve().parent.parent
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0"], cwd=root, env=env, check=True, timeout=120
+    )
+    return env
+
+
 @contextlib.contextmanager
 def serving(
     command: list[str],

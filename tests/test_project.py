@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from tests.servers import free_port, server_command, serving
+from tests.servers import free_port, migrated, server_command, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = ROOT / "a2a_toolcall" / "static"
@@ -46,6 +46,7 @@ def test_the_demo_serves_its_static_files_with_debug_off(server: str, tmp_path: 
         "DJANGO_DEBUG": "0",
         "DATABASE_PATH": str(tmp_path / "db.sqlite3"),
     }
+    migrated(env)
     command = server_command(server, "project.asgi:application", port)
     with serving(command, port=port, cwd=ROOT, env=env, log=tmp_path / "log") as base:
         page = httpx.get(base + "/")

@@ -72,6 +72,10 @@ def test_error_codes_match_the_spec() -> None:
         "EXTENDED_AGENT_CARD_NOT_CONFIGURED": -32007,
         "EXTENSION_SUPPORT_REQUIRED": -32008,
         "VERSION_NOT_SUPPORTED": -32009,
+        # Server-defined, for the refusals of access control (HTTP 401, 403, 429).
+        "UNAUTHENTICATED": -32041,
+        "PERMISSION_DENIED": -32043,
+        "RESOURCE_EXHAUSTED": -32029,
     }
 
 

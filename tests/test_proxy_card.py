@@ -16,7 +16,7 @@ import httpx
 import pytest
 from django.test import AsyncClient, override_settings
 
-from tests.servers import free_port, server_command, serving
+from tests.servers import free_port, migrated, server_command, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 FORWARDED = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "agents.example.com"}
@@ -85,13 +85,15 @@ async def test_card_url_wins_over_everything_the_request_says() -> None:
 
 
 def demo_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "project.settings",
-        "DATABASE_PATH": str(tmp_path / "db.sqlite3"),
-        "A2A_DEMO_AGENT": "plain",
-        **extra,
-    }
+    return migrated(
+        {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "project.settings",
+            "DATABASE_PATH": str(tmp_path / "db.sqlite3"),
+            "A2A_DEMO_AGENT": "plain",
+            **extra,
+        }
+    )
 
 
 @pytest.mark.parametrize("server", ["daphne", "uvicorn"])
