@@ -86,6 +86,8 @@ class Site:
     env: dict[str, str]
     servers: dict[str, list[str]]
     """Each server line of the README (runserver, daphne, uvicorn) as written."""
+    api_key: str
+    """The key the README's ``a2a_apikey create`` line printed."""
 
     def manage(self, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -124,6 +126,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
         env=env,
     )
     servers: dict[str, list[str]] = {}
+    api_key = ""
+    # createsuperuser asks at a terminal; the tests answer through Django's environment
+    # variables (--noinput).
+    env["DJANGO_SUPERUSER_PASSWORD"] = SUPERUSER_PASSWORD
+    env["DJANGO_SUPERUSER_EMAIL"] = "admin@example.com"
     for block in blocks:
         if block.marker == "project-file":
             name, _, mode = (part.strip() for part in block.argument.partition(","))
@@ -142,11 +149,22 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
                     servers[words[0]] = words
                 else:
                     assert words[:2] == ["python", "manage.py"], words
-                    subprocess.run(
-                        [sys.executable, *words[1:]], cwd=path, env=env, check=True, timeout=120
+                    if words[2] == "createsuperuser":
+                        words = [*words, "--noinput"]
+                    done = subprocess.run(
+                        [sys.executable, *words[1:]],
+                        cwd=path,
+                        env=env,
+                        check=True,
+                        timeout=120,
+                        capture_output=True,
+                        text=True,
                     )
+                    if words[2:4] == ["a2a_apikey", "create"]:
+                        (api_key,) = re.findall(r"^a2a_\S+$", done.stdout, re.MULTILINE)
     assert set(servers) == {"runserver", "daphne", "uvicorn"}, servers
-    return Site(path, env, servers)
+    assert api_key, "the README mints no API key"
+    return Site(path, env, servers, api_key)
 
 
 # --- the install line -------------------------------------------------------------------------
@@ -181,7 +199,10 @@ def test_the_project_passes_every_check_with_no_warning(site: Site) -> None:
     assert result.stdout.strip() == "System check identified no issues (0 silenced)."
 
 
-def stream_task(base: str, text: str) -> list[dict[str, Any]]:
+SUPERUSER_PASSWORD = "readme-admin-password"
+
+
+def stream_task(base: str, text: str, api_key: str) -> list[dict[str, Any]]:
     """Send ``text`` with SendStreamingMessage (A2A 1.0) and return the decoded results."""
     body = {
         "jsonrpc": "2.0",
@@ -192,7 +213,11 @@ def stream_task(base: str, text: str) -> list[dict[str, Any]]:
     decoder = SSEDecoder()
     results: list[dict[str, Any]] = []
     with httpx.stream(
-        "POST", base + "/a2a/", json=body, headers={"A2A-Version": "1.0"}, timeout=30
+        "POST",
+        base + "/a2a/",
+        json=body,
+        headers={"A2A-Version": "1.0", "X-API-Key": api_key},
+        timeout=30,
     ) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -204,8 +229,15 @@ def stream_task(base: str, text: str) -> list[dict[str, Any]]:
     return results
 
 
-def assert_streams_a_task_with_its_tool_frames(base: str) -> None:
-    results = stream_task(base, MESSAGE)
+def assert_streams_a_task_with_its_tool_frames(base: str, api_key: str) -> None:
+    # Nothing is open that the README did not open: no key, no task.
+    refused = httpx.post(
+        base + "/a2a/",
+        json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
+        headers={"A2A-Version": "1.0"},
+    )
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == -32041
+    results = stream_task(base, MESSAGE, api_key)
     frames = [
         parse_tool_call(r["artifactUpdate"]["artifact"]["parts"])
         for r in results
@@ -235,7 +267,7 @@ def test_the_project_streams_a_task_and_keeps_its_admin(
     ) as base:
         card = httpx.get(base + "/.well-known/agent-card.json", headers={"A2A-Version": "1.0"})
         assert card.json()["supportedInterfaces"][0]["url"] == base + "/a2a/"
-        assert_streams_a_task_with_its_tool_frames(base)
+        assert_streams_a_task_with_its_tool_frames(base, site.api_key)
 
         admin = httpx.get(base + "/admin/")
         assert admin.status_code == 302
@@ -243,7 +275,21 @@ def test_the_project_streams_a_task_and_keeps_its_admin(
         login = httpx.get(base + "/admin/login/")
         assert login.status_code == 200 and "Django administration" in login.text
 
-        live = httpx.get(base + "/live/")
+        # The live page asks for a login (the admin's, as LOGIN_URL says), then opens.
+        assert httpx.get(base + "/live/").headers["location"] == "/admin/login/?next=/live/"
+        with httpx.Client(base_url=base) as browser:
+            browser.get("/admin/login/")
+            logged_in = browser.post(
+                "/admin/login/?next=/live/",
+                data={
+                    "username": "admin",
+                    "password": SUPERUSER_PASSWORD,
+                    "csrfmiddlewaretoken": browser.cookies["csrftoken"],
+                    "next": "/live/",
+                },
+            )
+            assert logged_in.status_code == 302 and logged_in.headers["location"] == "/live/"
+            live = browser.get("/live/")
         assert live.status_code == 200
         assets = re.findall(r'(?:href|src)="(/static/[^"]+\.(?:css|js))"', live.text)
         assert assets
@@ -292,7 +338,7 @@ def test_without_daphne_and_channels_redis_the_package_imports_and_serves(
     port = free_port()
     command = server_command("uvicorn", "mysite.asgi:application", port)
     with serving(command, port=port, cwd=site.path, env=env, log=tmp_path / "log") as base:
-        assert_streams_a_task_with_its_tool_frames(base)
+        assert_streams_a_task_with_its_tool_frames(base, site.api_key)
 
 
 def test_a_redis_layer_without_the_redis_extra_is_a_check_error(site: Site) -> None:
