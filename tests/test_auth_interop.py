@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,12 +35,12 @@ from a2a.client.client import Client, ClientCallContext
 from a2a.client.errors import A2AClientError
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import TaskNotFoundError
-from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped, unused-ignore]
 
 from a2a_toolcall.contract import ToolTimeline, parse_tool_call
 from tests import sdkjs
 from tests.idp import IdentityProvider
 from tests.live import LiveServer, live_server
+from tests.test_sdk_interop import collect, frames_of, states, user
 
 TRANSPORTS = ["1.0", "0.3"]
 SCHEMES = ["apiKey", "bearer"]
@@ -143,32 +142,6 @@ async def python_sdk(
             yield PythonSdk(client=client, scheme=scheme, transport=transport, requests=requests)
         finally:
             await client.close()
-
-
-def user(text: str) -> pb.SendMessageRequest:
-    return pb.SendMessageRequest(
-        message=pb.Message(
-            message_id=uuid.uuid4().hex, role=pb.ROLE_USER, parts=[pb.Part(text=text)]
-        )
-    )
-
-
-def frames_of(events: list[pb.StreamResponse]) -> list[Any]:
-    found = []
-    for event in events:
-        if event.HasField("artifact_update"):
-            frame = parse_tool_call(MessageToDict(event.artifact_update.artifact).get("parts", []))
-            if frame is not None:
-                found.append(frame)
-    return found
-
-
-def states(events: list[pb.StreamResponse]) -> list[int]:
-    return [e.status_update.status.state for e in events if e.HasField("status_update")]
-
-
-async def collect(stream: AsyncIterator[pb.StreamResponse]) -> list[pb.StreamResponse]:
-    return [event async for event in stream]
 
 
 def assert_authenticated_as(sdk: PythonSdk, requests: list[httpx.Request]) -> None:

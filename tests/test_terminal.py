@@ -342,3 +342,36 @@ def test_rows_left_open_by_an_ended_task_are_not_drawn_running() -> None:
     screen = _render(state)
     assert re.search(r"⊘ search +cancelled", screen) and not re.search(SPINNER, screen)
     assert "task canceled" in screen
+
+
+@pytest.fixture(scope="module")
+def locked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A site that lets no anonymous caller in (the app's default)."""
+    with live_server(
+        "memory", tmp_path_factory.mktemp("locked"), A2A_TEST_ANONYMOUS="0"
+    ) as running:
+        yield running
+
+
+def test_an_api_key_from_the_option_or_the_environment(locked: LiveServer) -> None:
+    def chat(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "a2a_toolcall", locked.url, "--json", *args, "what is 6*7"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, **env},
+        )
+
+    refused = chat()
+    assert refused.returncode != 0
+    assert "Authentication required" in refused.stderr and "-32041" in refused.stderr
+    key = locked.api_key()
+    for done in (chat("--api-key", key), chat(A2A_API_KEY=key)):
+        assert done.returncode == 0, done.stderr
+        last = json.loads(done.stdout.splitlines()[-1])
+        assert last["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    wrong = chat("--api-key", "a2a_00000000_wrong")
+    assert wrong.returncode != 0 and "Invalid API key" in wrong.stderr
