@@ -1,25 +1,51 @@
-"""The audit views in the Django admin: tasks, their tool timeline, tool calls across tasks.
+"""The audit views in the Django admin: tasks, their tool timeline, tool calls across tasks;
+and the API keys.
 
-Read-only for everyone: the audit record is written by the recorder alone. Viewing needs the
-view permission (``a2a_toolcall.view_task`` / ``view_toolcall``).
+The audit record is read-only for everyone: the recorder alone writes it. Viewing needs the view
+permission (``a2a_toolcall.view_task`` / ``view_toolcall``), and shows a user only the tasks it
+owns unless it is a superuser or holds ``a2a_toolcall.view_all_tasks`` (docs/security.md).
+API keys are minted here and shown once; only their digest is kept.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
+from weakref import WeakKeyDictionary
 
-from django.contrib import admin
-from django.db.models import Case, Count, F, IntegerField, OuterRef, QuerySet, Subquery, Value, When
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    ForeignKey,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce, Greatest
 from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from a2a_toolcall.models import Task, TaskEvent, ToolCall
+from a2a_toolcall.apikeys import KEY_PREFIX, mint_api_key
+from a2a_toolcall.conf import get_setting
+from a2a_toolcall.models import ApiKey, Task, TaskEvent, ToolCall
 from a2a_toolcall.protocol.models import TaskState
 
 STATE_COLOURS = {
@@ -33,6 +59,26 @@ FAILED_COLOUR = "#c62828"
 CANCELLED_COLOUR = "#757575"  # neutral: a call stopped with its task is not the tool's fault
 SHORT_ID = 8  # characters of a task id in the list; the change page shows it whole
 REQUEST_PREVIEW = 60  # characters of the request in the list
+OWNER_PREVIEW = 12  # characters of the owner's name in the list
+
+
+VIEW_ALL_TASKS: Final = "a2a_toolcall.view_all_tasks"
+
+
+def sees_all_tasks(request: HttpRequest) -> bool:
+    """True for a superuser or a holder of ``view_all_tasks``: every owner's tasks (and API
+    keys) are listed; anyone else sees only its own."""
+    return bool(request.user.has_perm(VIEW_ALL_TASKS))
+
+
+def owner_label(task: Task) -> str:
+    """Who owns a task, in words: the username, "anonymous" (with "(session)" when a session
+    owns it) or "deleted user"."""
+    if task.owner_kind == "anonymous":
+        return "anonymous (session)" if task.owner_session else "anonymous"
+    if task.owner is None:
+        return "deleted user"
+    return str(task.owner.get_username())
 
 
 def _outcome(call: ToolCall) -> str:
@@ -74,6 +120,39 @@ class FailedToolsFilter(admin.SimpleListFilter):
         if self.value() == "no":
             return queryset.filter(tool_failures=0)
         return queryset
+
+
+class OwnerFilter(admin.SimpleListFilter):
+    """Tasks by owner: a user that owns tasks, the anonymous callers, or deleted users."""
+
+    title = "owner"
+    parameter_name = "owner"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        # Users with a task, by the (owner, ...) index: one probe per user, whatever the
+        # number of tasks.
+        users = get_user_model()._default_manager.filter(
+            Exists(Task.objects.filter(owner=OuterRef("pk")))
+        )
+        owners = sorted((str(user.get_username()), str(user.pk)) for user in users)
+        return [
+            *((pk, username) for username, pk in owners),
+            ("anonymous", "anonymous"),
+            ("deleted", "deleted user"),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value is None:
+            return queryset
+        if value == "anonymous":
+            return queryset.filter(owner_kind="anonymous")
+        if value == "deleted":
+            return queryset.filter(owner_kind="user", owner__isnull=True)
+        try:
+            return queryset.filter(owner_kind="user", owner_id=value)
+        except (ValueError, ValidationError) as error:
+            raise IncorrectLookupParameters(error) from error
 
 
 def _with_call_counts(queryset: QuerySet[Task]) -> QuerySet[Task]:
@@ -132,8 +211,8 @@ class TaskAdmin(ReadOnlyAdmin):
         "state_badge",
         "agent",
         "started",
-        "duration_display",
         "tool_calls",
+        "owner_column",
     )
     list_filter = ("state", "agent", FailedToolsFilter)
     date_hierarchy = "created_at"
@@ -142,10 +221,46 @@ class TaskAdmin(ReadOnlyAdmin):
     list_per_page = 50
     show_full_result_count = False
     change_form_template = "admin/a2a_toolcall/task/change_form.html"
-    fields = ("id", "state", "agent", "context_id", "created_at", "finished_at", "request_text")
+    fields = (
+        "id",
+        "state",
+        "agent",
+        "context_id",
+        "created_at",
+        "finished_at",
+        "owner_display",
+        "auth_scheme",
+        "credential",
+        "tenant",
+        "client_address",
+        "request_text",
+    )
+    readonly_fields = ("owner_display",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Task]:
-        return _with_call_counts(super().get_queryset(request))
+        # Scoping here scopes every view: the list, its filters and dates, and the task's page
+        # (someone else's task is answered as a missing one).
+        rows = super().get_queryset(request).select_related("owner")
+        if not sees_all_tasks(request):
+            rows = rows.filter(owner_kind="user", owner_id=request.user.pk)
+        return _with_call_counts(rows)
+
+    def get_list_filter(self, request: HttpRequest) -> Any:
+        # Only for those who see every owner's tasks: the choices name every user with a task.
+        if sees_all_tasks(request):
+            return (*self.list_filter, OwnerFilter)
+        return self.list_filter
+
+    @admin.display(description="owner")
+    def owner_column(self, obj: Task) -> str:
+        # A username cut, whole on hover: long ones (emails) would not fit at 1280 px.
+        label = owner_label(obj)
+        shown = Truncator(label).chars(OWNER_PREVIEW) if obj.owner is not None else label
+        return format_html('<span title="{}">{}</span>', label, shown)
+
+    @admin.display(description="owner")
+    def owner_display(self, obj: Task) -> str:
+        return owner_label(obj)
 
     @admin.display(description="task", ordering="id")
     def short_id(self, obj: Task) -> str:
@@ -189,15 +304,20 @@ class TaskAdmin(ReadOnlyAdmin):
 
     @admin.display(description="state", ordering="state")
     def state_badge(self, obj: Task) -> str:
-        label = obj.get_state_display()
-        return format_html(
-            '<span style="color:{}">{}</span>', STATE_COLOURS.get(obj.state, "inherit"), label
-        )
-
-    @admin.display(description="duration")
-    def duration_display(self, obj: Task) -> str:
+        # The duration under the state ("completed", "in 0.70 s"), not a column of its own: the
+        # owner column needed the room.
         duration = obj.duration
-        return "running" if duration is None else f"{duration.total_seconds():.2f} s"
+        return format_html(
+            '<span style="color:{}">{}</span>{}',
+            STATE_COLOURS.get(obj.state, "inherit"),
+            obj.get_state_display(),
+            format_html(
+                '<br><span class="a2a-duration">in {} s</span>',
+                f"{duration.total_seconds():.2f}",
+            )
+            if duration is not None
+            else "",
+        )
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
@@ -217,6 +337,8 @@ class TaskAdmin(ReadOnlyAdmin):
         context = dict(extra_context or {})
         if task is not None:
             context.update(self.timeline_context(task))
+            # The live page follows a task as its caller, who sees only its own tasks.
+            context["is_own_task"] = task.owner_kind == "user" and task.owner_id == request.user.pk
         return super().change_view(request, object_id, form_url, context)
 
     def timeline_context(self, task: Task) -> dict[str, Any]:
@@ -383,6 +505,12 @@ class ToolCallAdmin(ReadOnlyAdmin):
         "error",
     )
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ToolCall]:
+        rows = super().get_queryset(request)
+        if not sees_all_tasks(request):
+            rows = rows.filter(task__owner_kind="user", task__owner_id=request.user.pk)
+        return rows
+
     @admin.display(description="status", ordering="status")
     def outcome(self, obj: ToolCall) -> str:
         if obj.is_cancelled:
@@ -400,3 +528,183 @@ class ToolCallAdmin(ReadOnlyAdmin):
     @admin.display(description="error")
     def error_short(self, obj: ToolCall) -> str:
         return obj.error[:120]
+
+
+class ApiKeyStatusFilter(admin.SimpleListFilter):
+    """API keys by whether they still work: usable, expired or revoked."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("usable", "usable"), ("expired", "expired"), ("revoked", "revoked")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        now = timezone.now()
+        if self.value() == "usable":
+            return queryset.filter(
+                Q(expires_at__isnull=True) | Q(expires_at__gt=now), revoked=False
+            )
+        if self.value() == "expired":
+            return queryset.filter(revoked=False, expires_at__lte=now)
+        if self.value() == "revoked":
+            return queryset.filter(revoked=True)
+        return queryset
+
+
+DISPLAYED_KEY = re.compile(rf"{KEY_PREFIX}([0-9a-f]+)(?:_.*)?", re.ASCII)
+"""A key as the list shows it (``a2a_<prefix>_…``), or a whole key: searched by its prefix."""
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """API keys: minted here (the key is shown once, on the page after "Save"), revoked with
+    the "Revoke selected keys" action. Only a key's prefix is ever shown again, never its
+    digest.
+
+    Needs the usual permissions (``add_apikey``, ``change_apikey``, ``view_apikey``...). A user
+    sees and manages only its own keys unless it may view every owner's tasks; only a
+    superuser mints keys for other users (a key acts as its user).
+    """
+
+    list_display = (
+        "name",
+        "user",
+        "key_display",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked",
+    )
+    list_filter = (ApiKeyStatusFilter, "created_at", "expires_at")
+    list_select_related = ("user",)
+    search_fields = ("name", "=prefix")
+    ordering = ("-created_at",)
+    actions = ("revoke",)
+    minted_template = "admin/a2a_toolcall/apikey/minted.html"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The key minted by a request, from save_model to response_add: it is never stored.
+        self._minted: WeakKeyDictionary[HttpRequest, str] = WeakKeyDictionary()
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ApiKey]:
+        rows = super().get_queryset(request).select_related("user")
+        if not sees_all_tasks(request):
+            rows = rows.filter(user_id=request.user.pk)
+        return rows
+
+    def get_list_filter(self, request: HttpRequest) -> Any:
+        # The user filter lists every user: only for those who see every user's keys.
+        if sees_all_tasks(request):
+            return (*self.list_filter, "user")
+        return self.list_filter
+
+    def get_search_fields(self, request: HttpRequest) -> Any:
+        return (*self.search_fields, f"user__{get_user_model().USERNAME_FIELD}")
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        if match := DISPLAYED_KEY.fullmatch(search_term.strip()):
+            return queryset.filter(prefix=match.group(1)), False
+        return super().get_search_results(request, queryset, search_term)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ("user", "name", "expires_at")
+        return (
+            "name",
+            "key_display",
+            "user",
+            "created_at",
+            "last_used_at",
+            "expires_at",
+            "revoked",
+            "revoked_at",
+        )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ()
+        return ("key_display", "user", "created_at", "last_used_at", "revoked", "revoked_at")
+
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> forms.ModelChoiceField[Any] | None:
+        if db_field.name == "user":
+            users = get_user_model()._default_manager.filter(is_active=True)
+            if not request.user.is_superuser:
+                # Staff: never anonymous, so the pk is there.
+                users = users.filter(pk=request.user.pk)  # type: ignore[misc]
+            kwargs["queryset"] = users.order_by(get_user_model().USERNAME_FIELD)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        return {"user": request.user.pk, **super().get_changeform_initial_data(request)}
+
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # "Save" leads to the page showing the key: no "save and continue" or "add another".
+        context = {"show_save_and_continue": False, "show_save_and_add_another": False}
+        return super().add_view(request, form_url, {**context, **(extra_context or {})})
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        row, key = mint_api_key(obj.user, obj.name, expires_at=obj.expires_at)
+        obj.pk = row.pk
+        obj.refresh_from_db()
+        self._minted[request] = key
+
+    def response_add(
+        self, request: HttpRequest, obj: ApiKey, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        key = self._minted.pop(request, None)
+        if key is None:
+            return super().response_add(request, obj, post_url_continue)
+        # The key on the answer to the POST itself (never in a redirect, the session or a
+        # message, all of which are stored somewhere); the admin marks it never-cache.
+        try:
+            endpoint = request.build_absolute_uri(reverse("a2a_toolcall:jsonrpc"))
+        except NoReverseMatch:
+            endpoint = ""
+        request.current_app = self.admin_site.name
+        return TemplateResponse(
+            request,
+            self.minted_template,
+            {
+                **self.admin_site.each_context(request),
+                "title": "API key created",
+                "subtitle": str(obj),
+                "opts": self.opts,
+                "original": obj,
+                "key": key,
+                "header": get_setting("API_KEY_HEADER"),
+                "endpoint": endpoint,
+                "has_change_permission": self.has_change_permission(request, obj),
+                "has_add_permission": self.has_add_permission(request),
+            },
+        )
+
+    @admin.display(description="key", ordering="prefix")
+    def key_display(self, obj: ApiKey) -> str:
+        return f"{KEY_PREFIX}{obj.prefix}_…"
+
+    @admin.action(description="Revoke selected keys", permissions=["change"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        """Revoke the selected keys (already revoked ones are left as they were)."""
+        now = timezone.now()
+        revoking = list(queryset.filter(revoked=False))
+        ApiKey.objects.filter(pk__in=[key.pk for key in revoking]).update(
+            revoked=True, revoked_at=now
+        )
+        for key in revoking:
+            self.log_change(request, key, "Revoked.")
+        self.message_user(
+            request,
+            f"Revoked {len(revoking)} API key{'' if len(revoking) == 1 else 's'}.",
+            messages.SUCCESS,
+        )

@@ -20,7 +20,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AnonymousUser
@@ -45,6 +45,7 @@ __all__ = [
     "challenges",
     "client_address",
     "session_digest",
+    "unauthenticated",
 ]
 
 
@@ -72,8 +73,8 @@ class Caller:
     def owner(self, tenant: str | None = None) -> Owner:
         """The store's view of this caller: whose tasks it may see."""
         if self.is_authenticated:
-            return Owner(user_id=self.user.pk, tenant=tenant or "")
-        return Owner(session=self.session, tenant=tenant or "")
+            return Owner(user_id=self.user.pk, tenant=tenant or "", address=self.address)
+        return Owner(session=self.session, tenant=tenant or "", address=self.address)
 
     @property
     def throttle_key(self) -> str:
@@ -171,7 +172,12 @@ class SessionAuthenticator(Authenticator):
 
 async def _anonymous(request: HttpRequest) -> Caller:
     session = getattr(request, "session", None)
-    key = getattr(session, "session_key", None) if session is not None else None
+    key = None
+    if session is not None and session.session_key:
+        # Loaded, so that a cookie naming no session of ours (made up, or expired) counts as
+        # no session rather than as a new caller of its own.
+        await session.aget(SESSION_PROBE)
+        key = session.session_key
     if key and request.method == "POST" and (reason := _csrf_failure(request)) is not None:
         raise AuthenticationFailed(f"CSRF check failed for a session caller: {reason}")
     return Caller(
@@ -180,6 +186,13 @@ async def _anonymous(request: HttpRequest) -> Caller:
         session=session_digest(key) if key else "",
         address=client_address(request),
     )
+
+
+SESSION_PROBE: Final = "_a2a_toolcall_probe"
+
+NO_SCHEME_CHALLENGE: Final = 'Session realm="a2a"'
+"""The ``WWW-Authenticate`` of a 401 when no authenticator names a scheme of its own (a site
+that accepts sessions only): RFC 9110 asks every 401 for one."""
 
 
 def client_address(request: HttpRequest) -> str:
@@ -251,9 +264,9 @@ async def authenticate(request: HttpRequest) -> Caller:
         if caller is None and get_setting("ALLOW_ANONYMOUS"):
             caller = await _anonymous(request)
     except AuthenticationFailed as failed:
-        raise _unauthenticated(failed.message, failed.challenge) from None
+        raise unauthenticated(failed.message, failed.challenge) from None
     if caller is None:
-        raise _unauthenticated(
+        raise unauthenticated(
             "Authentication required: send credentials (see the agent card's securitySchemes)"
         )
     if not caller.address:
@@ -272,11 +285,12 @@ async def authenticate(request: HttpRequest) -> Caller:
     return caller
 
 
-def _unauthenticated(message: str, challenge: str | None = None) -> jsonrpc.UnauthenticatedError:
+def unauthenticated(message: str, challenge: str | None = None) -> jsonrpc.UnauthenticatedError:
+    """The 401 refusal: ``message``, and ``WWW-Authenticate`` naming ``challenge`` or every
+    configured scheme."""
     error = jsonrpc.UnauthenticatedError(message)
-    error.headers = {"WWW-Authenticate": ", ".join([challenge] if challenge else challenges())}
-    if not error.headers["WWW-Authenticate"]:
-        error.headers = {}
+    values = [challenge] if challenge else challenges()
+    error.headers = {"WWW-Authenticate": ", ".join(values) or NO_SCHEME_CHALLENGE}
     return error
 
 

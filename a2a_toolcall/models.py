@@ -100,6 +100,9 @@ class Task(models.Model):
         max_length=64, blank=True, help_text="Digest of an anonymous caller's session key."
     )
     tenant = models.CharField(max_length=255, blank=True, help_text="The request's tenant.")
+    client_address = models.CharField(
+        max_length=64, blank=True, help_text="The creator's address (TRUSTED_PROXY_COUNT)."
+    )
     auth_scheme = models.CharField(
         max_length=32, blank=True, help_text="How the creator authenticated."
     )

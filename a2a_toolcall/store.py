@@ -72,6 +72,9 @@ class Owner:
     session: str = ""
     """Digest of an anonymous caller's session key."""
     tenant: str = ""
+    address: str = ""
+    """The caller's address: recorded on the tasks it creates; it scopes nothing but the
+    running-task cap of anonymous callers without a session."""
 
     @property
     def is_user(self) -> bool:
@@ -92,6 +95,15 @@ class Owner:
             rows = rows.filter(tenant=self.tenant)
         return rows
 
+    def running(self, rows: Any) -> Any:
+        """``rows`` narrowed to the tasks that count against this owner's running-task cap:
+        its own in every tenant, or, for an anonymous caller without a session, those created
+        from its address."""
+        rows = Owner(user_id=self.user_id, session=self.session).scope(rows)
+        if not self.is_user and not self.session:
+            rows = rows.filter(client_address=self.address)
+        return rows
+
     def row_fields(self) -> dict[str, Any]:
         """The ownership fields of a task this owner creates."""
         return {
@@ -99,6 +111,7 @@ class Owner:
             "owner_kind": "user" if self.is_user else "anonymous",
             "owner_session": "" if self.is_user else self.session,
             "tenant": self.tenant,
+            "client_address": self.address[:64],
         }
 
 

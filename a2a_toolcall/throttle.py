@@ -95,11 +95,12 @@ async def check_rate(caller: Caller) -> None:
 
 async def check_running(owner: Owner) -> None:
     """Refuse a new task when ``owner`` already has ``MAX_RUNNING_TASKS_PER_OWNER`` tasks
-    submitted or working (tasks waiting for input do not count)."""
+    submitted or working (tasks waiting for input do not count), in any tenant. An anonymous
+    caller without a session is counted by its address."""
     cap = get_setting("MAX_RUNNING_TASKS_PER_OWNER")
     if cap is None:
         return
-    running = owner.scope(orm.Task.objects.filter(state__in=RUNNING_STATES), listing=False)
+    running = owner.running(orm.Task.objects.filter(state__in=RUNNING_STATES))
     # Count no further than the cap.
     count = len([pk async for pk in running.values_list("pk", flat=True)[: int(cap)]])
     if count >= int(cap):

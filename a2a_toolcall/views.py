@@ -23,7 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
 from a2a_toolcall import store, throttle
-from a2a_toolcall.auth import Caller, authenticate
+from a2a_toolcall.auth import Caller, authenticate, unauthenticated
 from a2a_toolcall.card import build_card, default_agent_name
 from a2a_toolcall.conf import get_setting
 from a2a_toolcall.contract import TOOL_CALL_V1_URI
@@ -456,14 +456,9 @@ async def get_extended_agent_card(call: Call) -> HttpResponseBase:
             "This agent has no extended agent card (capabilities.extendedAgentCard is false)"
         )
     if not call.caller.is_authenticated:
-        error = jsonrpc.UnauthenticatedError(
+        raise unauthenticated(
             "Authentication required: the extended agent card is for authenticated callers"
         )
-        from a2a_toolcall.auth import challenges
-
-        if values := challenges():
-            error.headers = {"WWW-Authenticate": ", ".join(values)}
-        raise error
     card = build_card(_endpoint_url(call.request), extended=True)
     if call.dialect == "0.3":
         return call.answer(v03.card_to_v03(card))

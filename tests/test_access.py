@@ -434,3 +434,12 @@ async def test_extended_card_for_authenticated_callers() -> None:
         assert anonymous.status_code == 401
     without = await Caller(**{"X-API-Key": key}).call("GetExtendedAgentCard", {})
     assert without["error"]["code"] == -32004
+
+
+async def test_a_site_of_sessions_only_still_names_a_scheme_on_401() -> None:
+    with override_settings(
+        A2A_TOOLCALL=config(AUTHENTICATORS=["a2a_toolcall.auth.SessionAuthenticator"])
+    ):
+        response = await Caller().raw("ListTasks", {})
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == 'Session realm="a2a"'

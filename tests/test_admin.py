@@ -97,9 +97,10 @@ def run_cancelled_task(
 
 @pytest.fixture
 def viewer() -> Client:
+    # An auditor: sees every owner's tasks (tests/test_admin_scope.py: who sees what).
     user = User.objects.create_user("auditor", password="pw", is_staff=True)
     user.user_permissions.add(
-        *Permission.objects.filter(codename__in=["view_task", "view_toolcall"])
+        *Permission.objects.filter(codename__in=["view_task", "view_toolcall", "view_all_tasks"])
     )
     client = Client()
     client.force_login(user)
@@ -166,14 +167,22 @@ def test_running_tasks_refresh(viewer: Client) -> None:
 
 
 def test_a_running_task_links_to_the_live_page(viewer: Client) -> None:
-    for task_id, state in (("running-2", "TASK_STATE_WORKING"), ("done-2", "TASK_STATE_COMPLETED")):
+    mine = {"owner": User.objects.get(username="auditor"), "owner_kind": "user"}
+    for task_id, state, owner in (
+        ("running-2", "TASK_STATE_WORKING", mine),
+        ("done-2", "TASK_STATE_COMPLETED", mine),
+        ("running-3", "TASK_STATE_WORKING", {}),
+    ):
         Task.objects.create(
-            id=task_id, context_id="c", agent="demo", state=state, status={"state": state}
+            id=task_id, context_id="c", agent="demo", state=state, status={"state": state}, **owner
         )
     running = viewer.get("/admin/a2a_toolcall/task/running-2/change/").content.decode()
     assert 'href="/live/?task=running-2"' in running
     finished = viewer.get("/admin/a2a_toolcall/task/done-2/change/").content.decode()
     assert "/live/" not in finished
+    # The live page follows a task as the visitor, who sees only its own: no link to another's.
+    others = viewer.get("/admin/a2a_toolcall/task/running-3/change/").content.decode()
+    assert "/live/" not in others
 
 
 def listed(client: Client, query: str) -> list[str]:
@@ -402,10 +411,13 @@ def test_the_task_list_fits_1280_px_and_cancelled_calls_are_grey(
 
     from tests.browser import launch
 
-    # The widest row: a long request, failed and cancelled calls.
+    # The widest row: a long request, failed and cancelled calls, an owner with a long name.
     wide = big_task(3)
     ToolCall.objects.filter(task=wide, order=1).update(status="failed", error="cancelled")
-    Task.objects.filter(pk=wide.pk).update(failed_tool_count=2, request_text="word " * 200)
+    owner = User.objects.create_user("someone.with.a.long.name@example.com")
+    Task.objects.filter(pk=wide.pk).update(
+        failed_tool_count=2, request_text="word " * 200, owner=owner, owner_kind="user"
+    )
     User.objects.create_superuser("browser", password="pw-browser")
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")  # Playwright runs its own loop
     with sync_playwright() as pw:
@@ -426,7 +438,7 @@ def test_the_task_list_fits_1280_px_and_cancelled_calls_are_grey(
                 overflow: results.scrollWidth - results.clientWidth,
                 visible: results.getBoundingClientRect().right,
                 columns: ['th.column-request_preview', 'th.column-tool_calls',
-                          'td.field-tool_calls .a2a-failed',
+                          'th.column-owner_column', 'td.field-tool_calls .a2a-failed',
                           'td.field-tool_calls .a2a-cancelled'].map(right),
                 ids: [...document.querySelectorAll('th.field-short_id a')].map(
                   a => a.textContent.trim()),

@@ -188,12 +188,25 @@ def open_page(browser: Browser) -> Iterator[Callable[..., Watched]]:
         assert problems == []
 
 
-def task_summary(server: LiveServer, task_id: str) -> dict[str, Any]:
-    """The task as GetTask returns it, straight from the server."""
+def as_visitor(page: Page) -> dict[str, str]:
+    """Headers making a request the page's own visitor's: its session cookie and CSRF token.
+
+    The live page gives an anonymous visitor a session, and the tasks it starts belong to that
+    session: another anonymous caller is told they do not exist.
+    """
+    cookies = {cookie["name"]: cookie["value"] for cookie in page.context.cookies()}
+    return {
+        "Cookie": "; ".join(f"{name}={value}" for name, value in cookies.items()),
+        "X-CSRFToken": cookies["csrftoken"],
+    }
+
+
+def task_summary(server: LiveServer, task_id: str, page: Page) -> dict[str, Any]:
+    """The task as GetTask returns it, straight from the server, asked as ``page``'s visitor."""
     answer = httpx.post(
         server.endpoint,
         json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}},
-        headers={"A2A-Version": "1.0"},
+        headers={"A2A-Version": "1.0", **as_visitor(page)},
         timeout=10,
     ).json()
     return dict(answer["result"])
@@ -203,7 +216,8 @@ def tool_calls(task: dict[str, Any]) -> list[dict[str, Any]]:
     return list(task.get("metadata", {}).get(TOOL_CALL_V1_URI, {}).get("toolCalls", []))
 
 
-def send_message(server: LiveServer, text: str, **configuration: Any) -> dict[str, Any]:
+def send_message(server: LiveServer, page: Page, text: str, **configuration: Any) -> dict[str, Any]:
+    """A task started as ``page``'s visitor (the page must have been opened once)."""
     params: dict[str, Any] = {
         "message": {
             "messageId": f"m-{time.monotonic_ns()}",
@@ -216,7 +230,7 @@ def send_message(server: LiveServer, text: str, **configuration: Any) -> dict[st
     answer = httpx.post(
         server.endpoint,
         json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params},
-        headers={"A2A-Version": "1.0"},
+        headers={"A2A-Version": "1.0", **as_visitor(page)},
         timeout=30,
     ).json()
     return dict(answer["result"]["task"])
@@ -273,7 +287,7 @@ def test_parallel_tools_stream_live(server: LiveServer, open_page: Callable[...,
     # while they ran), the server's own measure on hover.
     task_id = watched.root.get_attribute("data-task-id")
     assert task_id
-    server_calls = tool_calls(task_summary(server, task_id))
+    server_calls = tool_calls(task_summary(server, task_id, page))
     assert [r["id"] for r in rows] == [c["toolCallId"] for c in server_calls]
     expect(slow.locator(".a2a-call-duration")).to_have_text(re.compile(r"^[12]\.\d\d s$"))
     assert seconds(slow.locator(".a2a-call-duration").text_content() or "") == pytest.approx(
@@ -391,7 +405,9 @@ def test_cancel_stops_the_task(server: LiveServer, open_page: Callable[..., Watc
     assert "slow failed" not in announced
     assert "CancelTask" in watched.methods()
     task_id = watched.root.get_attribute("data-task-id")
-    assert task_id and task_summary(server, task_id)["status"]["state"] == "TASK_STATE_CANCELED"
+    assert (
+        task_id and task_summary(server, task_id, page)["status"]["state"] == "TASK_STATE_CANCELED"
+    )
     watched.shot("live-canceled.png")
 
 
@@ -626,7 +642,7 @@ def test_a_question_is_answered_inline(
     assert watched.methods()[:2] == ["SendStreamingMessage", "SendStreamingMessage"]
     answer = watched.calls[1].post_data_json["params"]["message"]
     assert answer["taskId"] == watched.root.get_attribute("data-task-id")
-    assert answer["contextId"] == task_summary(server, answer["taskId"])["contextId"]
+    assert answer["contextId"] == task_summary(server, answer["taskId"], page)["contextId"]
     assert [r["name"] for r in watched.rows()] == ["calculator"]
 
 
@@ -649,13 +665,13 @@ def test_a_dropped_stream_resumes_where_it_stopped(
         while not (
             short := [
                 c
-                for c in tool_calls(task_summary(server, task_id))
+                for c in tool_calls(task_summary(server, task_id, page))
                 if c["args"] == {"seconds": 2.0} and c["state"] == "completed"
             ]
         ):
             assert time.monotonic() < deadline, "the 2 s wait never finished"
             time.sleep(0.05)
-        assert task_summary(server, task_id)["status"]["state"] == "TASK_STATE_WORKING"
+        assert task_summary(server, task_id, page)["status"]["state"] == "TASK_STATE_WORKING"
         seen = watched.root.get_attribute("data-last-event-id")
         assert seen and seen.isdigit()
         # ...and the page has not seen that: it still shows the call running (or not at all).
@@ -676,7 +692,7 @@ def test_a_dropped_stream_resumes_where_it_stopped(
         rows = watched.rows()
         ids = [r["id"] for r in rows]
         assert len(ids) == len(set(ids)) == 5  # one row per call, none twice
-        assert ids == [c["toolCallId"] for c in tool_calls(task_summary(server, task_id))]
+        assert ids == [c["toolCallId"] for c in tool_calls(task_summary(server, task_id, page))]
         assert sorted((r["name"], r["state"]) for r in rows) == [
             ("broken", "failed"),
             ("calculator", "completed"),
@@ -707,7 +723,7 @@ def test_a_stream_dropped_until_the_end_resumes_with_get_task(
         assert task_id
         proxy.hold()
         deadline = time.monotonic() + 20
-        while task_summary(server, task_id)["status"]["state"] != "TASK_STATE_COMPLETED":
+        while task_summary(server, task_id, page)["status"]["state"] != "TASK_STATE_COMPLETED":
             assert time.monotonic() < deadline, "the task never finished"
             time.sleep(0.05)
         proxy.sever()
@@ -726,10 +742,11 @@ def test_a_stream_dropped_until_the_end_resumes_with_get_task(
 def test_a_finished_task_renders_from_get_task(
     server: LiveServer, open_page: Callable[..., Watched]
 ) -> None:
-    task = send_message(server, "what is 6*7 and wait 0.2 and fail")
-    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     watched = open_page(server.url)
     page = watched.page
+    page.goto(f"{server.url}/live/")  # the visitor's session, which the task will belong to
+    task = send_message(server, page, "what is 6*7 and wait 0.2 and fail")
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     page.goto(f"{server.url}/?task={task['id']}")
 
     expect(watched.root).to_have_attribute("data-state", "completed", timeout=TIMEOUT_MS)
@@ -759,9 +776,10 @@ def test_a_finished_task_renders_from_get_task(
 def test_a_running_task_is_followed_by_id(
     server: LiveServer, open_page: Callable[..., Watched]
 ) -> None:
-    task = send_message(server, "wait 2 and what is 1+1", returnImmediately=True)
     watched = open_page(server.url)
     page = watched.page
+    page.goto(f"{server.url}/live/")  # the visitor's session, which the task will belong to
+    task = send_message(server, page, "wait 2 and what is 1+1", returnImmediately=True)
     page.goto(f"{server.url}/live/?task={task['id']}")
     expect(watched.row("slow")).to_have_attribute("data-state", "pending", timeout=TIMEOUT_MS)
     expect(watched.root).to_have_attribute("data-state", "completed", timeout=TIMEOUT_MS)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.models import User
+from django.contrib.sessions.models import Session
 from django.contrib.staticfiles import finders
-from django.test import Client
+from django.shortcuts import resolve_url
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from a2a_toolcall.pages import TASK_ID_MAX_LENGTH
@@ -104,3 +110,68 @@ def test_the_demo_home_page_is_the_live_page(client: Client) -> None:
     assert Tags(html).widget()["data-task"] == "t-1"
     assert "<summary>Stream a task with curl</summary>" in html
     assert 'placeholder="what is 6*7 and the time in Tokyo, wait 2 and fail"' in html
+
+
+# --- who may open the page, and the session and CSRF token the endpoint needs ----------------
+
+
+def locked() -> Any:
+    """Anonymous callers off, as the app's default is."""
+    return override_settings(A2A_TOOLCALL={**settings.A2A_TOOLCALL, "ALLOW_ANONYMOUS": False})
+
+
+@pytest.mark.parametrize("url", ["/live/?task=t-1", "/?task=t-1"])
+def test_without_anonymous_callers_the_page_asks_for_a_login(client: Client, url: str) -> None:
+    with locked():
+        response = client.get(url)
+    assert response.status_code == 302
+    location = urlsplit(response["Location"])
+    assert location.path == resolve_url(settings.LOGIN_URL)
+    assert parse_qs(location.query) == {"next": [url]}
+    assert settings.SESSION_COOKIE_NAME not in response.cookies  # no session for a refusal
+
+
+def test_a_logged_in_user_gets_the_page(client: Client) -> None:
+    client.force_login(User.objects.create_user("visitor", password="pw"))
+    with locked():
+        root = page(client, "/live/", task="t-1").widget()
+    assert root["data-task"] == "t-1"
+    assert root["data-csrf-token"]
+
+
+def test_an_anonymous_visitor_is_given_a_session(client: Client) -> None:
+    response = client.get("/live/")
+    assert response.status_code == 200
+    key = response.cookies[settings.SESSION_COOKIE_NAME].value
+    assert Session.objects.filter(session_key=key).exists()
+    # The same session on the next visit: the visitor's tasks stay its own.
+    again = client.get("/live/")
+    assert settings.SESSION_COOKIE_NAME not in again.cookies
+    assert client.session.session_key == key
+
+
+def get_missing_task(client: Client, **headers: str) -> Any:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "no-such-task"}}
+    return client.post(
+        reverse("a2a_toolcall:jsonrpc"),
+        data=json.dumps(body),
+        content_type="application/json",
+        headers={"A2A-Version": "1.0", **headers},
+    )
+
+
+@pytest.mark.parametrize("who", ["user", "anonymous"])
+def test_the_page_carries_the_csrf_token_the_endpoint_asks_for(who: str) -> None:
+    client = Client(enforce_csrf_checks=True)
+    if who == "user":
+        client.force_login(User.objects.create_user("visitor", password="pw"))
+    token = page(client, "/live/").widget()["data-csrf-token"]
+    assert token and settings.CSRF_COOKIE_NAME in client.cookies
+    # The session cookie identifies the caller: without the token its POSTs are refused...
+    refused = get_missing_task(client)
+    assert refused.status_code == 401
+    assert "CSRF" in refused.json()["error"]["message"]
+    # ...and with it (as live.js sends it) they are answered: here, "no such task".
+    answered = get_missing_task(client, **{"X-CSRFToken": token})
+    assert answered.status_code == 200
+    assert answered.json()["error"]["code"] == -32001

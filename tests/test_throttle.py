@@ -140,3 +140,43 @@ async def test_running_tasks_are_capped_per_owner() -> None:
         cancel = await post("CancelTask", {"id": running[0]["id"]}, **{"X-API-Key": alice})
         assert cancel.json()["result"]["status"]["state"] == "TASK_STATE_CANCELED"
         assert (await post("SendMessage", parked(), **{"X-API-Key": alice})).status_code == 200
+
+
+async def test_the_cap_counts_every_tenant_of_the_owner() -> None:
+    alice = await key_for("alice")
+    with override_settings(A2A_TOOLCALL=config(MAX_RUNNING_TASKS_PER_OWNER=1)):
+        first = await post("SendMessage", {**parked(), "tenant": "t1"}, **{"X-API-Key": alice})
+        assert first.status_code == 200
+        for tenant in ("t2", "t1", ""):
+            params = {**parked(), **({"tenant": tenant} if tenant else {})}
+            refused = await post("SendMessage", params, **{"X-API-Key": alice})
+            assert refused.status_code == 429, tenant
+
+
+async def test_anonymous_callers_without_a_session_are_capped_by_address() -> None:
+    def via(address: str) -> dict[str, str]:
+        return {"X-Forwarded-For": address}
+
+    with override_settings(
+        A2A_TOOLCALL=config(
+            MAX_RUNNING_TASKS_PER_OWNER=1, ALLOW_ANONYMOUS=True, TRUSTED_PROXY_COUNT=1
+        )
+    ):
+        assert (await post("SendMessage", parked(), **via("198.51.100.1"))).status_code == 200
+        assert (await post("SendMessage", parked(), **via("198.51.100.1"))).status_code == 429
+        # Another client is not held back by the first one's tasks.
+        assert (await post("SendMessage", parked(), **via("198.51.100.2"))).status_code == 200
+        # A made-up session cookie is no session: the same client, the same cap.
+        client = AsyncClient()
+        client.cookies["sessionid"] = "x" * 32
+        forged = await client.post(
+            "/a2a/",
+            data=json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": parked()}
+            ),
+            content_type="application/json",
+            headers={"A2A-Version": "1.0", **via("198.51.100.1")},
+        )
+        assert forged.status_code == 429
+    addresses = {r.client_address async for r in Task.objects.all()}
+    assert addresses == {"198.51.100.1", "198.51.100.2"}

@@ -172,11 +172,13 @@ export class A2AClient {
 
   /**
    * @param {string} endpoint the JSON-RPC URL (e.g. "/a2a/")
-   * @param {{fetch?: typeof fetch}} [options]
+   * @param {{fetch?: typeof fetch, headers?: Record<string, string>}} [options] `headers` go
+   *   with every request (e.g. `X-CSRFToken`, which the endpoint asks of session callers)
    */
-  constructor(endpoint, { fetch: fetchImpl } = {}) {
+  constructor(endpoint, { fetch: fetchImpl, headers = {} } = {}) {
     this.endpoint = endpoint;
     this.fetch = fetchImpl ?? globalThis.fetch.bind(globalThis);
+    this.headers = { ...headers };
   }
 
   async #post(method, params, { accept, headers = {}, signal } = {}) {
@@ -189,6 +191,7 @@ export class A2AClient {
           Accept: accept,
           "A2A-Version": A2A_VERSION,
           "A2A-Extensions": TOOL_CALL_V1_URI,
+          ...this.headers,
           ...headers,
         },
         body,

@@ -124,15 +124,33 @@ class Session {
   }
 }
 
+/**
+ * The CSRF header for the widget's endpoint: the endpoint checks it for callers its session
+ * cookie identifies (a logged-in user, or an anonymous visitor's session). Sent to this site's
+ * own origin only: another site's endpoint has no use for this site's token.
+ */
+function csrfHeaders(root) {
+  const token = (root.dataset.csrfToken || "").trim();
+  if (!token || !root.dataset.endpoint) return {};
+  let endpoint;
+  try {
+    endpoint = new URL(root.dataset.endpoint, document.baseURI);
+  } catch {
+    return {}; // no URL at all: the client's calls fail and say so
+  }
+  return endpoint.origin === window.location.origin ? { "X-CSRFToken": token } : {};
+}
+
 export class LiveTimeline {
   /**
    * @param {HTMLElement} root the `[data-a2a-live]` element (attributes: `data-endpoint`,
-   *   optional `data-task` to follow an existing task)
+   *   optional `data-task` to follow an existing task, `data-csrf-token` for the endpoint)
    * @param {{client?: A2AClient}} [options]
    */
   constructor(root, { client } = {}) {
     this.root = root;
-    this.client = client ?? new A2AClient(root.dataset.endpoint);
+    this.client =
+      client ?? new A2AClient(root.dataset.endpoint, { headers: csrfHeaders(root) });
     this.parts = {};
     for (const role of ROLES) {
       const node = root.querySelector(`[data-role="${role}"]`);
