@@ -443,3 +443,33 @@ async def test_a_site_of_sessions_only_still_names_a_scheme_on_401() -> None:
         response = await Caller().raw("ListTasks", {})
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == 'Session realm="a2a"'
+
+
+async def test_the_python_client_sends_its_key_where_the_card_says() -> None:
+    import httpx
+    from django.core.asgi import get_asgi_application
+
+    from a2a_toolcall.client import A2AClient
+    from a2a_toolcall.protocol.models import Task as WireTask
+
+    _, key = await user_with_key("alice")
+    app = get_asgi_application()
+    with override_settings(A2A_TOOLCALL=config(API_KEY_HEADER="X-Agent-Key")):
+        sent: list[httpx.Request] = []
+        async with (
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app),
+                event_hooks={"request": [lambda r: _record(sent, r)]},
+            ) as http,
+            A2AClient("http://testserver/", api_key=key, http=http) as client,
+        ):
+            done = await client.send("what is 2+2")
+        assert isinstance(done, WireTask)
+        assert done.status.state.value == "TASK_STATE_COMPLETED"
+        posts = [r for r in sent if r.method == "POST"]
+        assert posts and all(r.headers["X-Agent-Key"] == key for r in posts)
+        assert all("X-API-Key" not in r.headers for r in posts)
+
+
+async def _record(sent: list[Any], request: Any) -> None:
+    sent.append(request)

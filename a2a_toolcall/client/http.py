@@ -122,7 +122,9 @@ class A2AClient:
 
     ``protocol`` forces a dialect ("1.0" or "0.3"); by default the newest JSON-RPC interface
     the card offers is used. ``extensions`` are activated on every request (tool-call-v1 by
-    default). ``headers`` go on every request (e.g. authentication). ``timeout`` bounds each
+    default). ``headers`` go on every request. ``api_key`` is sent as the card's ``apiKey``
+    scheme says (its header; ``X-API-Key`` when the card names none), ``token`` as
+    ``Authorization: Bearer``. ``timeout`` bounds each
     call; a stream may stay silent for ``stream_timeout`` seconds before it counts as dropped
     (servers send keepalives well within that). A dropped stream is resumed up to
     ``max_reconnects`` times, waiting ``reconnect_delay`` seconds, doubled on each attempt.
@@ -136,6 +138,8 @@ class A2AClient:
         protocol: Protocol | None = None,
         extensions: Sequence[str] = (TOOL_CALL_V1_URI,),
         headers: Mapping[str, str] | None = None,
+        api_key: str | None = None,
+        token: str | None = None,
         timeout: float = 30.0,
         stream_timeout: float = 60.0,
         max_reconnects: int = 5,
@@ -155,6 +159,9 @@ class A2AClient:
         self._own_http = http is None
         self._http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=True)
         self._headers = dict(headers or {})
+        self._api_key = api_key
+        if token:
+            self._headers.setdefault("Authorization", f"Bearer {token}")
         self._ids = itertools.count(1)
         self._card: AgentCard | None = None
         self._interface: AgentInterface | None = None
@@ -184,6 +191,8 @@ class A2AClient:
             if self._card is None or refresh:
                 self._card = await self._fetch_card()
                 self._interface = self._pick_interface(self._card)
+                if self._api_key:
+                    self._headers.setdefault(_api_key_header(self._card), self._api_key)
             return self._card
 
     @property
@@ -435,6 +444,16 @@ class A2AClient:
                     yield event.id, _result_of_envelope(envelope, url)
         finally:
             await response.aclose()
+
+
+def _api_key_header(card: AgentCard) -> str:
+    """The header an API key goes in: the card's first ``apiKey`` scheme located in a header,
+    else ``X-API-Key``."""
+    for scheme in (card.security_schemes or {}).values():
+        key = scheme.api_key_security_scheme
+        if key is not None and key.location.lower() == "header" and key.name:
+            return key.name
+    return "X-API-Key"
 
 
 def _describe(exc: BaseException) -> str:

@@ -101,7 +101,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--api-key",
         default=os.environ.get("A2A_API_KEY") or None,
         metavar="KEY",
-        help="an API key, sent as X-API-Key (default: $A2A_API_KEY)",
+        help="an API key, sent in the header the agent card names (X-API-Key if none; "
+        "default: $A2A_API_KEY)",
     )
     parser.add_argument(
         "--token",
@@ -130,10 +131,6 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not text and not args.task:
         parser.error("give a message, or --task ID to follow a running task")
     headers: dict[str, str] = {}
-    if getattr(args, "api_key", None):
-        headers["X-API-Key"] = args.api_key
-    if getattr(args, "token", None):
-        headers["Authorization"] = f"Bearer {args.token}"
     for header in args.header:
         name, sep, value = header.partition(":")
         if not sep or not name.strip():
@@ -215,7 +212,11 @@ class Session:
 
         loop = asyncio.get_running_loop()
         async with A2AClient(
-            self.args.url, protocol=self.args.protocol, headers=self.headers
+            self.args.url,
+            protocol=self.args.protocol,
+            headers=self.headers,
+            api_key=getattr(self.args, "api_key", None),
+            token=getattr(self.args, "token", None),
         ) as client:
             work = asyncio.create_task(self.converse(client))
 
