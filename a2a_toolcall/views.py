@@ -7,6 +7,7 @@ traceback. Nothing is stored or published before a request has been fully valida
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import time
@@ -71,6 +72,9 @@ METHODS_V10: Final = frozenset(
     }
 )
 CARD_MAX_AGE: Final = 300
+DISPATCH_FALLBACK: Final = 1.0
+"""Seconds after a stream's response is made by which its task's work is sent in any case (it
+is sent as soon as the first event is out, which is normally well before)."""
 
 
 # --- the agent card ---------------------------------------------------------------------------
@@ -539,7 +543,20 @@ def _stream(
 
     async def send_work() -> None:
         if undispatched:
-            await undispatched.pop()()
+            # Once taken off the list, the work goes out in a task of its own: a client that
+            # leaves in the middle cancels this stream, never the send.
+            dispatch = undispatched.pop()
+
+            async def send() -> None:
+                await dispatch()
+
+            await asyncio.shield(start_in_background(send()))
+
+    async def send_work_anyway() -> None:
+        # The stream normally sends the work once its first event is out; a response whose
+        # body is never iterated (the client left before it started) sends it from here.
+        await asyncio.sleep(DISPATCH_FALLBACK)
+        await send_work()
 
     async def settle() -> None:
         # Once the first event is out (nothing delays it): the stream may stay open for long,
@@ -579,6 +596,8 @@ def _stream(
                 # The client went away before its first event: the task runs all the same.
                 start_in_background(send_work())
 
+    if undispatched:
+        start_in_background(send_work_anyway())
     response = StreamingHttpResponse(events(), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
