@@ -100,6 +100,12 @@ class Task(models.Model):
         max_length=64, blank=True, help_text="Digest of an anonymous caller's session key."
     )
     tenant = models.CharField(max_length=255, blank=True, help_text="The request's tenant.")
+    # The runtime that claimed it (docs/architecture.md, "Claims"): a task is started only by
+    # the one runtime whose claim moved this from "" while the task was still submitted.
+    runtime_id = models.CharField(
+        max_length=128, blank=True, help_text="The runtime that claimed the task."
+    )
+    claimed_at = models.DateTimeField(null=True, blank=True)
     client_address = models.CharField(
         max_length=64, blank=True, help_text="The creator's address (TRUSTED_PROXY_COUNT)."
     )

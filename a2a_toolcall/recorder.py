@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from pydantic_core import to_json
 
+from a2a_toolcall import store
 from a2a_toolcall.bus import (
     TOPIC_ARTIFACT,
     TOPIC_CANCEL,
@@ -467,10 +468,9 @@ class Recorder:
         try:
             async with self.stream:
                 self.ready.set()
-                # The SUBMITTED row is already stored: the snapshot goes out at once, and is
-                # written together with WORKING (one transaction on the way to "thinking").
+                # The SUBMITTED row is already stored: the snapshot goes out at once (written
+                # with the next batch). The task stays submitted until its runtime is heard.
                 await self._hand_out(self.unwritten[-1], write_first=False)
-                await self._status(TaskState.WORKING, datetime.now(UTC))
                 await self._record()
                 await self.stream.finish()
         except Exception:
@@ -507,6 +507,14 @@ class Recorder:
 
     async def _runtime_lost(self, why: str) -> None:
         now = datetime.now(UTC)
+        if not self.runtime_seen:
+            state = TaskState.CANCELED if self.cancel_requested is not None else TaskState.FAILED
+            if not await store.settle_unclaimed(self.task_id, state):
+                # Claimed at the last moment: its runtime has not spoken yet, give it the time
+                # any running task gets.
+                self.stream.first_wait = self.stream.lost_after
+                await self._record()
+                return
         if self.cancel_requested is not None:
             await self._status(TaskState.CANCELED, now, text=self.cancel_requested)
         else:
@@ -520,12 +528,20 @@ class Recorder:
             self.cancel_requested = (
                 reason if isinstance(reason, str) and reason else ("canceled by the client")
             )
+            if not self.runtime_seen and await store.settle_unclaimed(
+                self.task_id, TaskState.CANCELED
+            ):
+                # No runtime has claimed it: canceled now, and none ever will start it.
+                await self._status(TaskState.CANCELED, at, text=self.cancel_requested)
             return
         if envelope.topic == TOPIC_INPUT_RESPONSE:
             await self._answered(payload, at)
             return
         if not self.runtime_seen:
             self.runtime_seen = True
+            if self.state is TaskState.SUBMITTED:
+                # A runtime claimed the task and started it.
+                await self._status(TaskState.WORKING, at)
             if self.cancel_requested is not None:
                 # The cancel went out before the runtime had joined the task's groups.
                 await self.bus.publish(

@@ -202,7 +202,7 @@ class TaskService:
         )
 
         async def send_work() -> None:
-            ensure_in_process_runtime()
+            ensure_in_process_runtime(claim=store.claim_task)
             await self.bus.send_request(work)
 
         if dispatch:

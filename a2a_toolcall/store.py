@@ -39,6 +39,7 @@ __all__ = [
     "Owner",
     "TaskWrite",
     "check_context",
+    "claim_task",
     "create_task",
     "current_snapshot",
     "events_after",
@@ -46,6 +47,7 @@ __all__ = [
     "list_tasks",
     "live_summaries",
     "load_row",
+    "settle_unclaimed",
     "snapshot",
     "summary_entry",
     "write_batch",
@@ -347,6 +349,28 @@ async def get_task(
 ) -> Task:
     """GetTask."""
     return await current_snapshot(await load_row(task_id, owner), history_length=history_length)
+
+
+def _claim_sync(task_id: str, runtime_id: str) -> bool:
+    rows = orm.Task.objects.filter(pk=task_id, state=TaskState.SUBMITTED.value, runtime_id="")
+    return rows.update(runtime_id=runtime_id[:128], claimed_at=timezone.now()) == 1
+
+
+async def claim_task(task_id: str, runtime_id: str) -> bool:
+    """Claim a submitted task for a runtime: True for exactly one runtime, and for none once the
+    task was canceled (or failed) before any runtime claimed it. One atomic UPDATE."""
+    return await in_shared_thread(functools.partial(_claim_sync, task_id, runtime_id))
+
+
+def _settle_sync(task_id: str, state: TaskState) -> bool:
+    rows = orm.Task.objects.filter(pk=task_id, state=TaskState.SUBMITTED.value, runtime_id="")
+    return rows.update(state=state.value, updated_at=timezone.now()) == 1
+
+
+async def settle_unclaimed(task_id: str, state: TaskState) -> bool:
+    """Move a task no runtime has claimed to ``state`` (canceled, failed), atomically against
+    :func:`claim_task`: True when it did, False when a runtime claimed the task first."""
+    return await in_shared_thread(functools.partial(_settle_sync, task_id, state))
 
 
 async def check_context(context_id: str, owner: Owner) -> None:

@@ -114,3 +114,23 @@ async def report(task: AgentInput) -> AsyncGenerator[Event, Any]:
     await asyncio.sleep(hold)
     yield Progress("report written", percent=100.0)
     yield Reply(text=f"Report: {result.value['url']} {LONG_WORD}")
+
+
+COUNTER_KEY = "a2a-test-charges:{task_id}"
+"""The Redis key ``charging`` counts its tool's calls under: a side effect outside the app."""
+
+
+async def charging(task: AgentInput) -> AsyncGenerator[Event, Any]:
+    """Calls a side-effecting tool once (it counts its calls in Redis), then replies."""
+    import redis.asyncio as redis
+
+    async def charge_card(amount: int) -> str:
+        client = redis.Redis(host="127.0.0.1", port=6379)
+        try:
+            await client.incr(COUNTER_KEY.format(task_id=task.task_id))
+        finally:
+            await client.aclose()
+        return f"charged {amount}"
+
+    result = yield ToolCall("charge_card", {"amount": 5}, run=charge_card)
+    yield Reply(text=str(result.value))

@@ -25,6 +25,9 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 
 
+WORKER_COMMAND = [sys.executable, "manage.py", "a2a_worker", "--layer", "default"]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -40,6 +43,7 @@ class LiveServer:
     env: dict[str, str]
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     keys: dict[str, str] = field(default_factory=dict)
+    logs: Path | None = None
 
     @property
     def endpoint(self) -> str:
@@ -56,6 +60,22 @@ class LiveServer:
             text=True,
         )
         return done.stdout
+
+    def start_worker(self) -> Path:
+        """Start one more ``a2a_worker`` process; returns its log, once it is ready."""
+        assert self.logs is not None
+        log = self.logs / f"worker-{len(self.processes)}-{uuid.uuid4().hex[:6]}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                WORKER_COMMAND, cwd=ROOT, env=self.env, stdout=out, stderr=out
+            )
+        self.processes.append(process)
+        deadline = time.monotonic() + 60
+        while b"a2a_worker ready" not in log.read_bytes():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the worker did not start:\n{log.read_text()}")
+            time.sleep(0.1)
+        return log
 
     def api_key(self, user: str = "tester") -> str:
         """An API key acting as ``user`` (created if need be), minted by ``a2a_apikey``;
@@ -80,8 +100,11 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> Non
 
 
 @contextlib.contextmanager
-def live_server(config: str, tmp: Path, **extra_env: str) -> Iterator[LiveServer]:
-    """Migrate a fresh database and serve the project with daphne (plus workers for Redis)."""
+def live_server(
+    config: str, tmp: Path, *, workers: int = 2, **extra_env: str
+) -> Iterator[LiveServer]:
+    """Migrate a fresh database and serve the project with daphne (plus ``workers`` worker
+    processes for Redis; :meth:`LiveServer.start_worker` starts more)."""
     port = free_port()
     env = {
         **os.environ,
@@ -119,7 +142,7 @@ def live_server(config: str, tmp: Path, **extra_env: str) -> Iterator[LiveServer
             ]
         ]
         if config == "redis":
-            commands += [[sys.executable, "manage.py", "a2a_worker", "--layer", "default"]] * 2
+            commands += [WORKER_COMMAND] * workers
         for i, command in enumerate(commands):
             log = tmp / f"{database}-{i}.log"
             logs.append(log)
@@ -128,6 +151,7 @@ def live_server(config: str, tmp: Path, **extra_env: str) -> Iterator[LiveServer
                     subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
                 )
         _wait_until_up(server.url, server.processes[0], logs[0])
+        server.logs = tmp
         yield server
     finally:
         for process in server.processes:

@@ -126,6 +126,8 @@ A2A_TOOLCALL = {
         "assistant": "project.langgraph_agent.assistant",
         # Percent progress and very long names, args and results, for the live page's tests.
         "report": "tests.agents.report",
+        # A tool with a side effect outside the app (a Redis counter), for the claim tests.
+        "charging": "tests.agents.charging",
     },
     "DEFAULT_AGENT": os.environ.get("A2A_TEST_AGENT", "demo"),
     "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),

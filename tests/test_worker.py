@@ -37,16 +37,48 @@ async def bus(prefix: str) -> AsyncIterator[Bus]:
 
 
 @pytest.fixture
-def start_worker(prefix: str) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+def worker_env(prefix: str, tmp_path: Path) -> dict[str, str]:
+    """The workers' settings, with a task store of their own (migrated)."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "A2A_TEST_REDIS_PREFIX": prefix,
+        "A2A_TEST_DB": "sqlite",
+        "A2A_TEST_SQLITE": str(tmp_path / "worker.sqlite3"),
+        "PYTHONUNBUFFERED": "1",
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    return env
+
+
+@pytest.fixture
+def submitted(worker_env: dict[str, str]) -> Callable[..., None]:
+    """Store submitted tasks with the given ids, as the server does before it sends their work
+    (a runtime runs only a task it claims in the store)."""
+
+    def store(*cids: str) -> None:
+        code = (
+            "from a2a_toolcall.models import Task\n"
+            f"for cid in {list(cids)!r}:\n"
+            "    Task.objects.create(id=cid, context_id=cid, agent='x', "
+            "state='TASK_STATE_SUBMITTED', status={'state': 'TASK_STATE_SUBMITTED'})\n"
+        )
+        subprocess.run(
+            [sys.executable, "manage.py", "shell", "-v0", "-c", code],
+            cwd=ROOT,
+            env=worker_env,
+            check=True,
+        )
+
+    return store
+
+
+@pytest.fixture
+def start_worker(worker_env: dict[str, str]) -> Iterator[Callable[..., subprocess.Popen[str]]]:
     started: list[subprocess.Popen[str]] = []
 
     def start(*args: str) -> subprocess.Popen[str]:
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.settings",
-            "A2A_TEST_REDIS_PREFIX": prefix,
-            "PYTHONUNBUFFERED": "1",
-        }
+        env = worker_env
         process = subprocess.Popen(
             [sys.executable, "manage.py", "a2a_worker", "--layer", "redis", *args],
             cwd=ROOT,
@@ -71,10 +103,11 @@ def start_worker(prefix: str) -> Iterator[Callable[..., subprocess.Popen[str]]]:
 
 
 async def test_a_worker_process_runs_a_request_from_this_process(
-    bus: Bus, start_worker: Callable[..., subprocess.Popen[str]]
+    bus: Bus, start_worker: Callable[..., subprocess.Popen[str]], submitted: Callable[..., None]
 ) -> None:
     worker = start_worker()
     work = build_request(uuid.uuid4().hex, user_message("hello"), agent="echo")
+    submitted(work["cid"])
     async with TaskRecorder(bus, work["cid"]) as recorder:
         await bus.send_request(work)
         run = await recorder.wait(20)
@@ -84,7 +117,7 @@ async def test_a_worker_process_runs_a_request_from_this_process(
 
 
 async def test_two_workers_share_requests_and_each_runs_once(
-    bus: Bus, start_worker: Callable[..., subprocess.Popen[str]]
+    bus: Bus, start_worker: Callable[..., subprocess.Popen[str]], submitted: Callable[..., None]
 ) -> None:
     workers = [start_worker("--concurrency", "1"), start_worker("--concurrency", "1")]
     works = [
@@ -93,6 +126,7 @@ async def test_two_workers_share_requests_and_each_runs_once(
         )
         for _ in range(20)
     ]
+    submitted(*(w["cid"] for w in works))
     subscriptions = [bus.subscribe(w["cid"], TASK_TOPICS) for w in works]
     for sub in subscriptions:
         await sub.__aenter__()
@@ -121,12 +155,13 @@ async def test_two_workers_share_requests_and_each_runs_once(
 
 
 async def test_sigterm_fails_running_tasks_with_a_reason_and_exits(
-    bus: Bus, start_worker: Callable[..., subprocess.Popen[str]]
+    bus: Bus, start_worker: Callable[..., subprocess.Popen[str]], submitted: Callable[..., None]
 ) -> None:
     worker = start_worker()
     work = build_request(
         uuid.uuid4().hex, user_message("park"), agent="parked", metadata={"seconds": 60}
     )
+    submitted(work["cid"])
     async with TaskRecorder(bus, work["cid"]) as recorder:
         await bus.send_request(work)
         await recorder.wait_for(TOPIC_TOOLFRAME)

@@ -23,9 +23,11 @@ import contextlib
 import functools
 import inspect
 import logging
+import os
+import socket
 import uuid
 import weakref
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -528,6 +530,7 @@ class Runtime:
         concurrency: int | None = None,
         humanizer: Humanizer | None = None,
         retain: float | None = None,
+        claim: Callable[[str, str], Awaitable[bool]] | None = None,
     ) -> None:
         from a2a_toolcall.conf import get_setting
         from a2a_toolcall.runtime.narration import get_humanizer
@@ -547,6 +550,17 @@ class Runtime:
         self._lingering: set[asyncio.Task[None]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._serving: asyncio.Task[None] | None = None
+        self.runtime_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        """This runtime, as its claims name it."""
+        self._claim = claim
+
+    async def claim(self, cid: str) -> bool:
+        """Claim task ``cid`` before running it: with the ``claim`` hook (the task store's atomic
+        claim, which a cancel before pickup wins), else the bus's claim against duplicate
+        deliveries."""
+        if self._claim is not None:
+            return await self._claim(cid, self.runtime_id)
+        return await self.bus.claim(cid)
 
     # --- one task ---------------------------------------------------------------------------
 
@@ -613,8 +627,12 @@ class Runtime:
             try:
                 request = await self.bus.receive_request()
                 cid = request.get("cid")
-                if isinstance(cid, str) and not await self.bus.claim(cid):
-                    logger.info("task %s: delivered twice by the layer; it runs elsewhere", cid)
+                if isinstance(cid, str) and not await self.claim(cid):
+                    logger.info(
+                        "task %s: not claimed (canceled before pickup, or taken by another "
+                        "runtime); not run here",
+                        cid,
+                    )
                     slots.release()
                     continue
             except Exception:
@@ -691,17 +709,19 @@ def runs_in_process() -> bool:
     return isinstance(Bus().request_layer, InMemoryChannelLayer)
 
 
-def ensure_in_process_runtime() -> Runtime | None:
+def ensure_in_process_runtime(
+    claim: Callable[[str, str], Awaitable[bool]] | None = None,
+) -> Runtime | None:
     """Start the in-process runtime on this event loop if it should run here and is not running.
 
     Called by the A2A views before they publish work; returns the runtime, or None when work
-    goes to worker processes.
+    goes to worker processes. ``claim``: the runtime's claim hook when it is created here.
     """
     if not runs_in_process():
         return None
     loop = asyncio.get_running_loop()
     runtime = _IN_PROCESS.get(loop)
     if runtime is None:
-        runtime = _IN_PROCESS[loop] = Runtime()
+        runtime = _IN_PROCESS[loop] = Runtime(claim=claim)
     runtime.start()
     return runtime

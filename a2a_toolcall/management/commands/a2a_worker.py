@@ -10,6 +10,7 @@ from typing import Any
 from channels.layers import InMemoryChannelLayer
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from a2a_toolcall import store
 from a2a_toolcall.bus import Bus
 from a2a_toolcall.runtime import Runtime
 
@@ -48,7 +49,8 @@ class Command(BaseCommand):
         asyncio.run(self._serve(bus, options["concurrency"]))
 
     async def _serve(self, bus: Bus, concurrency: int | None) -> None:
-        runtime = Runtime(bus=bus, concurrency=concurrency)
+        # Tasks are claimed in the task store: a task canceled before pickup is never started.
+        runtime = Runtime(bus=bus, concurrency=concurrency, claim=store.claim_task)
         if not runtime.agents:
             raise CommandError("no agent is registered: set A2A_TOOLCALL['AGENTS']")
         stop = asyncio.Event()

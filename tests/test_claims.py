@@ -1,0 +1,88 @@
+"""A task is started only by a runtime that claims it in the database: a cancel before pickup
+wins for good, and a task no runtime has picked up is told as submitted.
+
+Redis + PostgreSQL with no worker at first (the work waits on the Redis channel), then a worker
+started as an operator would; the agent's tool counts its calls in Redis.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from tests.agents import COUNTER_KEY
+from tests.live import LiveServer, live_server
+
+
+@pytest.fixture(scope="module")
+def idle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A site whose work goes to worker processes, none of them running yet."""
+    with live_server(
+        "redis", tmp_path_factory.mktemp("claims"), workers=0, A2A_TEST_AGENT="charging"
+    ) as running:
+        yield running
+
+
+def call(server: LiveServer, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    reply = httpx.post(
+        server.endpoint,
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        headers={"A2A-Version": "1.0", "X-API-Key": server.api_key()},
+        timeout=30,
+    ).json()
+    assert "result" in reply, reply
+    return reply["result"]  # type: ignore[no-any-return]
+
+
+def submit(server: LiveServer) -> str:
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": "pay"}]}
+    result = call(
+        server, "SendMessage", {"message": message, "configuration": {"returnImmediately": True}}
+    )
+    return str(result["task"]["id"])
+
+
+def charges(task_id: str) -> int:
+    with redis.Redis(host="127.0.0.1", port=6379) as client:
+        return int(client.get(COUNTER_KEY.format(task_id=task_id)) or 0)
+
+
+def test_a_cancel_before_pickup_wins_and_no_worker_ever_starts_the_task(
+    idle: LiveServer,
+) -> None:
+    canceled, waiting = submit(idle), submit(idle)
+    # No runtime has claimed either: both are submitted, to every client.
+    for task_id in (canceled, waiting):
+        assert call(idle, "GetTask", {"id": task_id})["status"]["state"] == "TASK_STATE_SUBMITTED"
+    started = time.monotonic()
+    result = call(idle, "CancelTask", {"id": canceled})
+    took = time.monotonic() - started
+    assert result["status"]["state"] == "TASK_STATE_CANCELED"
+    assert took < 2.0, f"the cancel took {took:.2f} s"
+
+    # A worker that starts now takes both work requests off the channel: it runs the one that
+    # is still submitted and never starts the canceled one.
+    idle.start_worker()
+    deadline = time.monotonic() + 30
+    while call(idle, "GetTask", {"id": waiting})["status"]["state"] != "TASK_STATE_COMPLETED":
+        assert time.monotonic() < deadline, "the waiting task did not complete"
+        time.sleep(0.2)
+    assert charges(waiting) == 1
+    assert charges(canceled) == 0
+    task = call(idle, "GetTask", {"id": canceled, "historyLength": 10})
+    assert task["status"]["state"] == "TASK_STATE_CANCELED"
+    assert not task.get("artifacts")
+    # It never was WORKING: its log has the snapshot and the cancel, nothing from a runtime.
+    events = idle.manage(
+        "shell",
+        "-c",
+        "from a2a_toolcall.models import TaskEvent;"
+        f"print([e.state for e in TaskEvent.objects.filter(task_id='{canceled}')])",
+    )
+    assert events.strip().splitlines()[-1] == "['TASK_STATE_SUBMITTED', 'TASK_STATE_CANCELED']"
