@@ -51,11 +51,13 @@ from a2a_toolcall.bus import (
 )
 from a2a_toolcall.conf import get_setting
 from a2a_toolcall.contract import (
+    CANCELLED_ERROR,
     JSON_MEDIA_TYPE,
     TOOL_CALL_ARTIFACT_NAME,
     TOOL_CALL_V1_MIME_TYPE,
     TOOL_CALL_V1_URI,
     ToolCallCompleted,
+    ToolCallFailed,
     ToolCallParseError,
     ToolCallStarted,
     ToolInvocation,
@@ -82,7 +84,10 @@ from a2a_toolcall.protocol.models import (
 from a2a_toolcall.runtime.events import Frame
 from a2a_toolcall.store import LoggedEvent, TaskWrite
 
-__all__ = ["FLUSH_INTERVAL", "Recorder", "TaskHub", "ends_stream", "hub_for"]
+RUNTIME_STOPPED: Final = "the worker running it stopped"
+"""The error of a tool call left open by a runtime that stopped answering (killed, say)."""
+
+__all__ = ["FLUSH_INTERVAL", "RUNTIME_STOPPED", "Recorder", "TaskHub", "ends_stream", "hub_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -516,9 +521,32 @@ class Recorder:
                 await self._record()
                 return
         if self.cancel_requested is not None:
+            closed = await self._close_open_calls(CANCELLED_ERROR, now)
             await self._status(TaskState.CANCELED, now, text=self.cancel_requested)
         else:
+            reason = f"{RUNTIME_STOPPED}: {why}" if self.runtime_seen else why
+            closed = await self._close_open_calls(RUNTIME_STOPPED, now)
             await self._status(TaskState.FAILED, now, text=f"the agent runtime was lost: {why}")
+            logger.warning(
+                "task %s: failed: %s (%d open tool call(s) closed as failed)",
+                self.task_id,
+                reason,
+                closed,
+                extra={"task_id": self.task_id},
+            )
+
+    async def _close_open_calls(self, error: str, at: datetime) -> int:
+        """A ``failed`` frame with ``error`` for every invocation still open (its runtime is gone
+        and will never end it): on the streams, in the ToolCall rows and in the counts."""
+        open_calls = [call for call in self.timeline if call.state is ToolState.PENDING]
+        for call in open_calls:
+            frame = ToolCallFailed(tool_call_id=call.tool_call_id, name=call.name, error=error)
+            self.timeline.feed(frame, at=at.timestamp())
+            self.failed_calls += 1
+            self.changed_calls.add(call.tool_call_id)
+            self._dirty.add("metadata")
+            await self._hand_out(self._emit_frame(frame, at), write_first=False)
+        return len(open_calls)
 
     async def _on_envelope(self, envelope: Envelope) -> None:
         at = _when(envelope.ts)

@@ -44,6 +44,8 @@ class LiveServer:
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     keys: dict[str, str] = field(default_factory=dict)
     logs: Path | None = None
+    log_files: list[Path] = field(default_factory=list)
+    """The web process's log, then each worker's."""
 
     @property
     def endpoint(self) -> str:
@@ -152,6 +154,7 @@ def live_server(
                 )
         _wait_until_up(server.url, server.processes[0], logs[0])
         server.logs = tmp
+        server.log_files = logs
         yield server
     finally:
         for process in server.processes:

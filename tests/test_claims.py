@@ -86,3 +86,80 @@ def test_a_cancel_before_pickup_wins_and_no_worker_ever_starts_the_task(
         f"print([e.state for e in TaskEvent.objects.filter(task_id='{canceled}')])",
     )
     assert events.strip().splitlines()[-1] == "['TASK_STATE_SUBMITTED', 'TASK_STATE_CANCELED']"
+
+
+def stream_events(server: LiveServer, text: str, metadata: dict[str, Any]) -> Iterator[Any]:
+    """The results of a SendStreamingMessage, as they arrive."""
+    from a2a_toolcall.protocol.sse import SSEDecoder
+
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendStreamingMessage",
+        "params": {
+            "message": {
+                "messageId": uuid.uuid4().hex,
+                "role": "ROLE_USER",
+                "parts": [{"text": text}],
+            },
+            "metadata": metadata,
+        },
+    }
+    decoder = SSEDecoder()
+    headers = {"A2A-Version": "1.0", "X-API-Key": server.api_key()}
+    with httpx.stream("POST", server.endpoint, json=body, headers=headers, timeout=60) as response:
+        for chunk in response.iter_bytes():
+            for event in decoder.feed(chunk):
+                yield event.json()["result"]
+
+
+@pytest.fixture(scope="module")
+def quick_to_notice(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One worker; a runtime that stops answering is noticed after 3 s."""
+    with live_server(
+        "redis",
+        tmp_path_factory.mktemp("killed"),
+        workers=1,
+        A2A_TEST_AGENT="parked",
+        A2A_TEST_LOST_AFTER="3",
+    ) as running:
+        yield running
+
+
+def test_a_killed_worker_leaves_no_call_open(quick_to_notice: LiveServer) -> None:
+    server = quick_to_notice
+    worker = server.processes[1]
+    results = []
+    started = None
+    for result in stream_events(server, "park", {"seconds": 60}):
+        results.append(result)
+        frame = result.get("artifactUpdate", {}).get("artifact", {}).get("parts", [{}])[0]
+        if frame.get("data", {}).get("phase") == "started" and started is None:
+            started = time.monotonic()
+            worker.kill()  # SIGKILL: no goodbye
+    assert started is not None
+    took = time.monotonic() - started
+    assert took < 3 + 5, f"the stream ended {took:.1f} s after the kill"
+    frames = [
+        r["artifactUpdate"]["artifact"]["parts"][0]["data"]
+        for r in results
+        if "artifactUpdate" in r and r["artifactUpdate"]["artifact"]["name"] == "tool-call"
+    ]
+    assert [(f["name"], f["phase"]) for f in frames] == [("park", "started"), ("park", "failed")]
+    assert frames[1]["error"] == "the worker running it stopped"
+    final = results[-1]["statusUpdate"]["status"]
+    assert final["state"] == "TASK_STATE_FAILED"
+    task_id = results[0]["task"]["id"]
+    task = call(server, "GetTask", {"id": task_id})
+    (summary,) = task["metadata"]["https://proto-labs.ai/a2a/ext/tool-call-v1"]["toolCalls"]
+    assert (summary["state"], summary["error"]) == ("failed", "the worker running it stopped")
+    rows = server.manage(
+        "shell",
+        "-c",
+        "from a2a_toolcall.models import Task;"
+        f"t = Task.objects.get(pk='{task_id}');"
+        "print([(c.status, c.error) for c in t.tool_calls.all()], t.failed_tool_count)",
+    )
+    assert rows.strip().splitlines()[-1] == "[('failed', 'the worker running it stopped')] 1"
+    log = server.log_files[0].read_text()
+    assert "WARNING" in log and f"task {task_id}: failed" in log
