@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import itertools
 import logging
 import uuid
@@ -713,3 +714,132 @@ class Recorder:
             )
         else:
             await self._status(TaskState.FAILED, at, text=str(payload.get("error") or "failed"))
+
+
+# --- tasks a previous run of this process left running ----------------------------------------
+
+PROCESS_STARTED: Final = datetime.now(UTC)
+"""When this process loaded the recorder: tasks created before it were recorded by an earlier
+process."""
+
+SERVER_RESTARTED: Final = "the server restarted while the task ran"
+"""The reason given to tasks an in-process runtime was running when its process stopped."""
+
+
+def _fail_orphan_sync(task_id: str, reason: str) -> bool:
+    from django.db import router, transaction
+
+    from a2a_toolcall import models as orm
+
+    using = router.db_for_write(orm.Task)
+    now = datetime.now(UTC)
+    with transaction.atomic(using=using):
+        row = (
+            orm.Task.objects.select_for_update()
+            .filter(pk=task_id, state__in=_RUNNING_STATE_VALUES)
+            .first()
+        )
+        if row is None:
+            return False
+        prefix = frame_event_prefix(row.id, row.context_id)
+        seq = row.last_seq
+        events = []
+        open_calls = list(row.tool_calls.filter(status=orm.ToolCall.Status.PENDING))
+        for call in open_calls:
+            frame = ToolCallFailed(tool_call_id=call.tool_call_id, name=call.name, error=reason)
+            seq += 1
+            json = frame_event_json(prefix, uuid.uuid4().hex, frame)
+            events.append(
+                orm.TaskEvent(
+                    task=row,
+                    seq=seq,
+                    kind=orm.TaskEvent.Kind.ARTIFACT,
+                    emitted_at=now,
+                    data=orm.RawJSON(json),
+                )
+            )
+            call.status = orm.ToolCall.Status.FAILED
+            call.error = reason
+            call.finished_at = now
+            call.save(update_fields=["status", "error", "finished_at"])
+        message = Message(
+            message_id=uuid.uuid4().hex,
+            role=Role.AGENT,
+            parts=[Part(text=reason)],
+            task_id=row.id,
+            context_id=row.context_id,
+        )
+        status = TaskStatus(
+            state=TaskState.FAILED, message=message, timestamp=format_timestamp(now)
+        )
+        update = StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id=row.id, context_id=row.context_id, status=status
+            )
+        )
+        seq += 1
+        events.append(
+            orm.TaskEvent(
+                task=row,
+                seq=seq,
+                kind=orm.TaskEvent.Kind.STATUS,
+                state=TaskState.FAILED.value,
+                emitted_at=now,
+                data=orm.RawJSON(update.to_json()),
+            )
+        )
+        orm.TaskEvent.objects.bulk_create(events)
+        calls = [store.summary_entry(c) for c in row.tool_calls.order_by("order")]
+        metadata = dict(row.metadata)
+        if calls:
+            metadata[TOOL_CALL_V1_URI] = {"toolCalls": calls}
+        row.state = TaskState.FAILED.value
+        row.status = status.to_wire()
+        row.history = [*row.history, message.to_wire()]
+        row.metadata = metadata
+        row.pending_request_id = ""
+        row.last_seq = seq
+        row.updated_at = now
+        row.finished_at = now
+        row.failed_tool_count += len(open_calls)
+        row.save()
+    logger.warning(
+        "task %s: failed: %s (%d open tool call(s) closed as failed)",
+        task_id,
+        reason,
+        len(open_calls),
+        extra={"task_id": task_id},
+    )
+    return True
+
+
+_RUNNING_STATE_VALUES: Final = (
+    TaskState.SUBMITTED.value,
+    TaskState.WORKING.value,
+    TaskState.INPUT_REQUIRED.value,
+)
+
+
+async def fail_orphaned_tasks(reason: str = SERVER_RESTARTED) -> int:
+    """Fail the tasks an earlier run of this process left running (their recorder and, with the
+    in-process runtime, their agent went with it): each open tool call gets a ``failed`` frame,
+    then the task a FAILED status with ``reason``, in its log and its row. Returns how many.
+
+    Only for a site whose agents run in the web process on an in-memory layer (one process):
+    there every running task created before this process started is an orphan.
+    """
+    from a2a_toolcall import models as orm
+
+    ids = [
+        pk
+        async for pk in orm.Task.objects.filter(
+            state__in=_RUNNING_STATE_VALUES, created_at__lt=PROCESS_STARTED
+        ).values_list("pk", flat=True)
+    ]
+    failed = 0
+    for task_id in ids:
+        if hub_for(task_id) is None and await store.in_shared_thread(
+            functools.partial(_fail_orphan_sync, task_id, reason)
+        ):
+            failed += 1
+    return failed

@@ -37,14 +37,33 @@ from a2a_toolcall.protocol.models import (
     TaskStatus,
     format_timestamp,
 )
-from a2a_toolcall.recorder import Recorder, ends_stream, hub_for
+from a2a_toolcall.recorder import Recorder, ends_stream, fail_orphaned_tasks, hub_for
 from a2a_toolcall.runtime import build_request, ensure_in_process_runtime
 from a2a_toolcall.store import LoggedEvent
 
-__all__ = ["EventFeed", "Started", "TaskService", "ends_stream"]
+__all__ = ["EventFeed", "Started", "TaskService", "ends_stream", "sweep_orphans_once"]
 
 POLL_INTERVAL: Final = 2.0
 """Seconds a remote feed waits for a notification before reading the database anyway."""
+
+
+_swept = False
+
+
+async def sweep_orphans_once() -> None:
+    """On this process's first request: when it is the site's only process (agents in the web
+    process on an in-memory layer), fail the tasks an earlier run of it left running, which no
+    one would ever end (docs/deployment.md)."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    from channels.layers import InMemoryChannelLayer
+
+    from a2a_toolcall.runtime import runs_in_process
+
+    if runs_in_process() and isinstance(Bus().layer, InMemoryChannelLayer):
+        await fail_orphaned_tasks()
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ from a2a_toolcall.protocol.models import (
 )
 from a2a_toolcall.protocol.sse import encode_comment, encode_event
 from a2a_toolcall.recorder import start_in_background
-from a2a_toolcall.service import TaskService, ends_stream
+from a2a_toolcall.service import TaskService, ends_stream, sweep_orphans_once
 from a2a_toolcall.store import LoggedEvent
 
 __all__ = ["agent_card", "jsonrpc_endpoint"]
@@ -313,6 +313,7 @@ async def jsonrpc_endpoint(request: HttpRequest) -> HttpResponseBase:
                     metadata={"method": method},
                 )
             mapped = method
+        await sweep_orphans_once()
         # Who is calling, before anything is read or stored on its behalf.
         caller = await authenticate(request)
         await throttle.check_rate(caller)

@@ -46,6 +46,7 @@ class LiveServer:
     logs: Path | None = None
     log_files: list[Path] = field(default_factory=list)
     """The web process's log, then each worker's."""
+    web_command: list[str] = field(default_factory=list)
 
     @property
     def endpoint(self) -> str:
@@ -78,6 +79,20 @@ class LiveServer:
                 raise RuntimeError(f"the worker did not start:\n{log.read_text()}")
             time.sleep(0.1)
         return log
+
+    def kill_and_restart_web(self) -> None:
+        """SIGKILL the web process and start it again on the same port and database."""
+        assert self.logs is not None
+        old = self.processes[0]
+        old.kill()
+        old.wait(10)
+        log = self.logs / f"web-restarted-{uuid.uuid4().hex[:6]}.log"
+        with log.open("wb") as out:
+            self.processes[0] = subprocess.Popen(
+                self.web_command, cwd=ROOT, env=self.env, stdout=out, stderr=out
+            )
+        self.log_files[0] = log
+        _wait_until_up(self.url, self.processes[0], log)
 
     def api_key(self, user: str = "tester") -> str:
         """An API key acting as ``user`` (created if need be), minted by ``a2a_apikey``;
@@ -153,6 +168,7 @@ def live_server(
                     subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
                 )
         _wait_until_up(server.url, server.processes[0], logs[0])
+        server.web_command = commands[0]
         server.logs = tmp
         server.log_files = logs
         yield server

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -163,3 +164,44 @@ def test_a_killed_worker_leaves_no_call_open(quick_to_notice: LiveServer) -> Non
     assert rows.strip().splitlines()[-1] == "[('failed', 'the worker running it stopped')] 1"
     log = server.log_files[0].read_text()
     assert "WARNING" in log and f"task {task_id}: failed" in log
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[LiveServer]:
+    """The embedded default: one process, agents in it, the in-memory layer, SQLite."""
+    with live_server("memory", tmp_path) as running:
+        yield running
+
+
+def test_a_restart_of_the_web_process_fails_what_it_was_running(embedded: LiveServer) -> None:
+    server = embedded
+    task_id = None
+    for result in stream_events(server, "what is 6*7 and wait 30", {}):
+        if "task" in result:
+            task_id = result["task"]["id"]
+        frame = result.get("artifactUpdate", {}).get("artifact", {}).get("parts", [{}])[0]
+        if frame.get("data", {}).get("name") == "slow":
+            break
+    assert task_id is not None
+    time.sleep(1)  # the recorder writes in batches: let the started call reach the database
+    server.kill_and_restart_web()
+    task = call(server, "GetTask", {"id": task_id})
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    reason = "the server restarted while the task ran"
+    assert task["status"]["message"]["parts"][0]["text"] == reason
+    calls = task["metadata"]["https://proto-labs.ai/a2a/ext/tool-call-v1"]["toolCalls"]
+    assert [(c["name"], c["state"]) for c in calls] == [
+        ("calculator", "completed"),
+        ("slow", "failed"),
+    ]
+    assert calls[1]["error"] == reason
+    # The log tells it too: a failed frame for the open call, then the terminal status.
+    events = server.manage(
+        "shell",
+        "-c",
+        "from a2a_toolcall.models import TaskEvent;"
+        f"print([e.kind + ':' + e.state for e in TaskEvent.objects.filter(task_id='{task_id}')]"
+        "[-2:])",
+    )
+    assert events.strip().splitlines()[-1] == "['artifact:', 'status:TASK_STATE_FAILED']"
+    assert f"task {task_id}: failed: the server restarted" in server.log_files[0].read_text()
