@@ -133,6 +133,7 @@ A2A_TOOLCALL = {
     "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),
     "TASK_TIME_LIMIT": float(os.environ.get("A2A_TEST_TIME_LIMIT", "300")),
     "RUNTIME_LOST_AFTER": float(os.environ.get("A2A_TEST_LOST_AFTER", "30")),
+    "API_KEY_HEADER": os.environ.get("A2A_TEST_API_KEY_HEADER", "X-API-Key"),
     "RUN_IN_PROCESS": False if LIVE_LAYER == "redis" else None,
     # Most tests call as anonymous clients (as the demo site allows); the access-control tests
     # turn it off (A2A_TEST_ANONYMOUS=0 for live servers, override_settings in process).

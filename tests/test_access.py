@@ -443,33 +443,3 @@ async def test_a_site_of_sessions_only_still_names_a_scheme_on_401() -> None:
         response = await Caller().raw("ListTasks", {})
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == 'Session realm="a2a"'
-
-
-async def test_the_python_client_sends_its_key_where_the_card_says() -> None:
-    import httpx
-    from django.core.asgi import get_asgi_application
-
-    from a2a_toolcall.client import A2AClient
-
-    _, key = await user_with_key("alice")
-    # Read-only calls: the in-process ASGI app and this test share one SQLite database.
-    mine = await Caller(**{"X-API-Key": key}).send()
-    app = get_asgi_application()
-    with override_settings(A2A_TOOLCALL=config(API_KEY_HEADER="X-Agent-Key")):
-        sent: list[httpx.Request] = []
-        async with (
-            httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=app),
-                event_hooks={"request": [lambda r: _record(sent, r)]},
-            ) as http,
-            A2AClient("http://testserver/", api_key=key, http=http) as client,
-        ):
-            listed = await client.list_tasks()
-        assert [t.id for t in listed.tasks] == [mine["id"]]
-        posts = [r for r in sent if r.method == "POST"]
-        assert posts and all(r.headers["X-Agent-Key"] == key for r in posts)
-        assert all("X-API-Key" not in r.headers for r in posts)
-
-
-async def _record(sent: list[Any], request: Any) -> None:
-    sent.append(request)

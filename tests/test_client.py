@@ -499,3 +499,29 @@ def test_the_documented_example_runs(ours: LiveServer, capsys: pytest.CaptureFix
     assert "calculator completed" in out
     assert "6*7 = 42; nice to meet you, Ada." in out
     assert out[-1].startswith("calculator completed ")
+
+
+async def test_an_api_key_goes_where_the_card_says(tmp_path: Path) -> None:
+    import httpx
+
+    with live_server(
+        "memory", tmp_path, A2A_TEST_ANONYMOUS="0", A2A_TEST_API_KEY_HEADER="X-Agent-Key"
+    ) as locked:
+        key = locked.api_key()
+        sent: list[httpx.Request] = []
+
+        async def record(request: httpx.Request) -> None:
+            sent.append(request)
+
+        async with (
+            httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+            A2AClient(locked.url, api_key=key, http=http) as client,
+        ):
+            done = await client.send("what is 9-1")
+            assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
+        posts = [r for r in sent if r.method == "POST"]
+        assert posts and all(r.headers["X-Agent-Key"] == key for r in posts)
+        assert all("X-API-Key" not in r.headers for r in posts)
+        async with A2AClient(locked.url, token=key) as client:
+            # A key is a bearer token too: "Authorization: Bearer <key>".
+            assert (await client.list_tasks()).tasks[0].id == done.id
