@@ -30,6 +30,10 @@ DEFAULTS: Final[dict[str, Any]] = {
     "TASK_TIME_LIMIT": 300.0,
     # Tasks one runtime (one worker process) runs at once.
     "WORKER_CONCURRENCY": 64,
+    # Seconds a2a_worker lets its running tasks finish after SIGTERM (it takes no new work
+    # meanwhile) before it fails the rest; a second signal stops it at once. Celery's warm
+    # shutdown, in effect.
+    "WORKER_SHUTDOWN_GRACE": 30.0,
     # Seconds the runtime keeps a finished task's messages for a consumer that has not yet
     # confirmed it received them all (the bus is lossy; consumers ask for what they missed).
     "RETAIN_AFTER_RESPONSE": 30.0,

@@ -154,10 +154,10 @@ async def test_two_workers_share_requests_and_each_runs_once(
     assert set(pids.values()) == {str(w.pid) for w in workers}  # both took a share
 
 
-async def test_sigterm_fails_running_tasks_with_a_reason_and_exits(
+async def test_sigterm_without_grace_fails_running_tasks_with_a_reason_and_exits(
     bus: Bus, start_worker: Callable[..., subprocess.Popen[str]], submitted: Callable[..., None]
 ) -> None:
-    worker = start_worker()
+    worker = start_worker("--grace", "0")
     work = build_request(
         uuid.uuid4().hex, user_message("park"), agent="parked", metadata={"seconds": 60}
     )
@@ -178,3 +178,55 @@ async def test_sigterm_fails_running_tasks_with_a_reason_and_exits(
 def test_the_worker_refuses_the_in_memory_layer() -> None:
     with pytest.raises(CommandError, match="InMemoryChannelLayer, which cannot reach"):
         call_command("a2a_worker")
+
+
+async def test_sigterm_lets_running_tasks_finish_while_another_worker_takes_new_work(
+    bus: Bus, start_worker: Callable[..., subprocess.Popen[str]], submitted: Callable[..., None]
+) -> None:
+    leaving = start_worker("--grace", "20")
+    work = build_request(
+        uuid.uuid4().hex, user_message("park"), agent="parked", metadata={"seconds": 2}
+    )
+    submitted(work["cid"])
+    async with TaskRecorder(bus, work["cid"]) as recorder:
+        await bus.send_request(work)
+        await recorder.wait_for(TOPIC_TOOLFRAME)
+        staying = start_worker()
+        leaving.send_signal(signal.SIGTERM)
+        # New work meanwhile goes to the worker that stays.
+        later = build_request(uuid.uuid4().hex, user_message("who"), agent="whoami")
+        submitted(later["cid"])
+        async with TaskRecorder(bus, later["cid"]) as other:
+            await bus.send_request(later)
+            ran = await other.wait(20)
+        assert ran.text == str(staying.pid)
+        run = await recorder.wait(20)
+    assert run.response is not None and run.response["status"] == "completed"
+    assert run.text == "woke up"
+    assert [f.phase for f in run.frames] == ["started", "completed"]
+    assert leaving.wait(20) == 0
+    assert leaving.stdout is not None
+    output = leaving.stdout.read()
+    assert "waiting up to 20 s for 1 running task(s)" in output
+    assert "failing 0 running task(s)" in output and "a2a_worker stopped" in output
+
+
+async def test_a_second_signal_stops_at_once(
+    bus: Bus, start_worker: Callable[..., subprocess.Popen[str]], submitted: Callable[..., None]
+) -> None:
+    worker = start_worker("--grace", "60")
+    work = build_request(
+        uuid.uuid4().hex, user_message("park"), agent="parked", metadata={"seconds": 60}
+    )
+    submitted(work["cid"])
+    async with TaskRecorder(bus, work["cid"]) as recorder:
+        await bus.send_request(work)
+        await recorder.wait_for(TOPIC_TOOLFRAME)
+        worker.send_signal(signal.SIGTERM)
+        assert worker.stdout is not None
+        line = await asyncio.to_thread(worker.stdout.readline)
+        assert "waiting up to 60 s" in line, line
+        worker.send_signal(signal.SIGTERM)
+        run = await recorder.wait(10)
+    assert run.response == {"status": "failed", "error": "the worker is shutting down"}
+    assert worker.wait(20) == 0

@@ -676,6 +676,20 @@ class Runtime:
         """Ids of the tasks running now."""
         return list(self._runs)
 
+    async def stop_taking_work(self) -> None:
+        """Stop the serve loop: no new work is taken; running tasks go on."""
+        if self._serving is not None:
+            self._serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._serving
+
+    async def drain(self, timeout: float) -> list[str]:
+        """Wait up to ``timeout`` seconds for the running tasks to end; the ids of those still
+        running."""
+        if self._tasks and timeout > 0:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
+        return self.running_tasks
+
     async def shutdown(self, reason: str = "the agent runtime is shutting down") -> None:
         """Stop taking work, fail the running tasks with ``reason``, wait for their responses."""
         if self._serving is not None:

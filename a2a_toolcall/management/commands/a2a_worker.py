@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from a2a_toolcall import store
 from a2a_toolcall.bus import Bus
+from a2a_toolcall.conf import get_setting
 from a2a_toolcall.runtime import Runtime
 
 SHUTDOWN_REASON = "the worker is shutting down"
@@ -21,7 +22,9 @@ class Command(BaseCommand):
     help = (
         "Run the a2a_toolcall agent runtime: take work requests from the channel layer and run "
         "agents. Start several to share the work (needs a Redis channel layer). SIGTERM or "
-        "Ctrl-C stops taking work and fails the tasks still running with a reason."
+        "Ctrl-C stops taking work and lets the running tasks finish for up to the grace period "
+        "(WORKER_SHUTDOWN_GRACE), then fails the rest with a reason; a second signal stops at "
+        "once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -35,6 +38,13 @@ class Command(BaseCommand):
             type=int,
             help="Tasks run at once (default: A2A_TOOLCALL['WORKER_CONCURRENCY']).",
         )
+        parser.add_argument(
+            "--grace",
+            type=float,
+            metavar="SECONDS",
+            help="Seconds running tasks may finish after SIGTERM "
+            "(default: A2A_TOOLCALL['WORKER_SHUTDOWN_GRACE']).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         layer = options["layer"]
@@ -46,9 +56,14 @@ class Command(BaseCommand):
                 "(channels_redis.core.RedisChannelLayer) or let the web process run agents "
                 "(A2A_TOOLCALL['RUN_IN_PROCESS'])."
             )
-        asyncio.run(self._serve(bus, options["concurrency"]))
+        grace = options["grace"]
+        if grace is None:
+            grace = float(get_setting("WORKER_SHUTDOWN_GRACE"))
+        if grace < 0:
+            raise CommandError("--grace must not be negative")
+        asyncio.run(self._serve(bus, options["concurrency"], grace))
 
-    async def _serve(self, bus: Bus, concurrency: int | None) -> None:
+    async def _serve(self, bus: Bus, concurrency: int | None, grace: float) -> None:
         # Tasks are claimed in the task store: a task canceled before pickup is never started.
         runtime = Runtime(bus=bus, concurrency=concurrency, claim=store.claim_task)
         if not runtime.agents:
@@ -68,6 +83,23 @@ class Command(BaseCommand):
         if serving.done() and not serving.cancelled() and serving.exception() is not None:
             stopped.cancel()
             raise CommandError(f"the runtime stopped: {serving.exception()!r}")
+        await runtime.stop_taking_work()
+        running = runtime.running_tasks
+        if running and grace > 0:
+            # Warm shutdown: no new work; the running tasks may finish. A second signal ends it.
+            again = asyncio.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, again.set)
+            self.stdout.write(
+                f"a2a_worker stopping: taking no new work; waiting up to {grace:g} s for "
+                f"{len(running)} running task(s) (signal again to stop at once)"
+            )
+            self.stdout.flush()
+            draining = asyncio.ensure_future(runtime.drain(grace))
+            interrupted = asyncio.ensure_future(again.wait())
+            await asyncio.wait({draining, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+            draining.cancel()
+            interrupted.cancel()
         running = runtime.running_tasks
         self.stdout.write(f"a2a_worker stopping; failing {len(running)} running task(s)")
         self.stdout.flush()
