@@ -90,7 +90,8 @@ def verify_api_key(key: str) -> orm.ApiKey:
     """The usable key row for ``key``; raises AuthenticationFailed (sync)."""
     row = orm.ApiKey.objects.select_related("user").filter(digest=digest(key)).first()
     row = _check(row, key)
-    _touch_sync(row)
+    if (now := _touch(row)) is not None:
+        orm.ApiKey.objects.filter(pk=row.pk).update(last_used_at=now)
     return row
 
 
@@ -98,18 +99,18 @@ async def averify_api_key(key: str) -> orm.ApiKey:
     """:func:`verify_api_key`, async."""
     row = await orm.ApiKey.objects.select_related("user").filter(digest=digest(key)).afirst()
     row = _check(row, key)
-    now = timezone.now()
-    if row.last_used_at is None or now - row.last_used_at >= LAST_USED_PRECISION:
-        row.last_used_at = now
+    if (now := _touch(row)) is not None:
         await orm.ApiKey.objects.filter(pk=row.pk).aupdate(last_used_at=now)
     return row
 
 
-def _touch_sync(row: orm.ApiKey) -> None:
+def _touch(row: orm.ApiKey) -> datetime | None:
+    """Set ``last_used_at`` to now if it is due (once a minute): the time to store, else None."""
     now = timezone.now()
-    if row.last_used_at is None or now - row.last_used_at >= LAST_USED_PRECISION:
-        row.last_used_at = now
-        orm.ApiKey.objects.filter(pk=row.pk).update(last_used_at=now)
+    if row.last_used_at is not None and now - row.last_used_at < LAST_USED_PRECISION:
+        return None
+    row.last_used_at = now
+    return now
 
 
 def _challenge() -> str:

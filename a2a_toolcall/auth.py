@@ -15,6 +15,7 @@ Built in: :class:`SessionAuthenticator` (Django's session, CSRF enforced) here,
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 from collections.abc import Callable
@@ -270,13 +271,7 @@ async def authenticate(request: HttpRequest) -> Caller:
             "Authentication required: send credentials (see the agent card's securitySchemes)"
         )
     if not caller.address:
-        caller = Caller(
-            user=caller.user,
-            scheme=caller.scheme,
-            credential=caller.credential,
-            session=caller.session,
-            address=client_address(request),
-        )
+        caller = dataclasses.replace(caller, address=client_address(request))
     if not await _allowed(caller, request):
         raise jsonrpc.PermissionDeniedError(
             f"Permission denied: {caller.label} may not use this agent",

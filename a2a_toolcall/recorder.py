@@ -528,13 +528,7 @@ class Recorder:
             reason = f"{RUNTIME_STOPPED}: {why}" if self.runtime_seen else why
             closed = await self._close_open_calls(RUNTIME_STOPPED, now)
             await self._status(TaskState.FAILED, now, text=f"the agent runtime was lost: {why}")
-            logger.warning(
-                "task %s: failed: %s (%d open tool call(s) closed as failed)",
-                self.task_id,
-                reason,
-                closed,
-                extra={"task_id": self.task_id},
-            )
+            _log_failed(self.task_id, reason, closed)
 
     async def _close_open_calls(self, error: str, at: datetime) -> int:
         """A ``failed`` frame with ``error`` for every invocation still open (its runtime is gone
@@ -803,14 +797,19 @@ def _fail_orphan_sync(task_id: str, reason: str) -> bool:
         row.finished_at = now
         row.failed_tool_count += len(open_calls)
         row.save()
+    _log_failed(task_id, reason, len(open_calls))
+    return True
+
+
+def _log_failed(task_id: str, reason: str, closed: int) -> None:
+    """The WARNING of a task failed because what ran it is gone."""
     logger.warning(
         "task %s: failed: %s (%d open tool call(s) closed as failed)",
         task_id,
         reason,
-        len(open_calls),
+        closed,
         extra={"task_id": task_id},
     )
-    return True
 
 
 _RUNNING_STATE_VALUES: Final = (

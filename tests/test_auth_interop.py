@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client import ClientConfig, ClientFactory
 from a2a.client.auth import AuthInterceptor, InMemoryContextCredentialStore
 from a2a.client.client import Client, ClientCallContext
 from a2a.client.errors import A2AClientError
@@ -40,7 +40,7 @@ from a2a_toolcall.contract import ToolTimeline, parse_tool_call
 from tests import sdkjs
 from tests.idp import IdentityProvider
 from tests.live import LiveServer, live_server
-from tests.test_sdk_interop import collect, frames_of, states, user
+from tests.test_sdk_interop import collect, frames_of, public_card, states, user
 
 TRANSPORTS = ["1.0", "0.3"]
 SCHEMES = ["apiKey", "bearer"]
@@ -71,18 +71,6 @@ def credential(server: LiveServer, idp: IdentityProvider, scheme: str, who: str)
     if scheme == "apiKey":
         return server.api_key(who)
     return idp.token(f"token-{who}")
-
-
-async def public_card(server: LiveServer, transport: str) -> pb.AgentCard:
-    """The card, fetched without credentials; for 0.3 only its 0.3 interface is left (the SDK
-    then talks the 0.3 dialect)."""
-    async with httpx.AsyncClient() as http:
-        card = await A2ACardResolver(http, server.url).get_agent_card()
-    if transport == "0.3":
-        legacy = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
-        del card.supported_interfaces[:]
-        card.supported_interfaces.extend(legacy)
-    return card
 
 
 def test_the_public_card_advertises_both_schemes(server: LiveServer, idp: IdentityProvider) -> None:

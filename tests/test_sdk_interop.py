@@ -36,15 +36,21 @@ def server(
         yield running
 
 
-@pytest.fixture(params=TRANSPORTS)
-async def sdk(request: pytest.FixtureRequest, server: LiveServer) -> AsyncIterator[Client]:
+async def public_card(server: LiveServer, transport: str) -> pb.AgentCard:
+    """The card, fetched without credentials; for 0.3 only its 0.3 interface is left (the SDK
+    then talks the 0.3 dialect)."""
     async with httpx.AsyncClient() as http:
         card = await A2ACardResolver(http, server.url).get_agent_card()
-    if request.param == "0.3":
-        # Leave the 0.3 interface only: the SDK then talks the 0.3 dialect.
+    if transport == "0.3":
         legacy = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(legacy)
+    return card
+
+
+@pytest.fixture(params=TRANSPORTS)
+async def sdk(request: pytest.FixtureRequest, server: LiveServer) -> AsyncIterator[Client]:
+    card = await public_card(server, request.param)
     # One caller throughout, with an API key (ListTasks shows a caller its own tasks only).
     async with httpx.AsyncClient(
         headers={"X-API-Key": server.api_key()}, timeout=httpx.Timeout(30, read=None)
@@ -245,12 +251,7 @@ async def assistant_sdk(request: pytest.FixtureRequest) -> AsyncIterator[Client]
     server: LiveServer = request.getfixturevalue(
         "assistant_server" if config == "memory" else "assistant_on_redis"
     )
-    async with httpx.AsyncClient() as http:
-        card = await A2ACardResolver(http, server.url).get_agent_card()
-    if transport == "0.3":
-        legacy = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
-        del card.supported_interfaces[:]
-        card.supported_interfaces.extend(legacy)
+    card = await public_card(server, transport)
     client = ClientFactory(ClientConfig(streaming=True)).create(card)
     yield client
     await client.close()
