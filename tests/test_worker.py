@@ -185,14 +185,15 @@ async def test_sigterm_lets_running_tasks_finish_while_another_worker_takes_new_
 ) -> None:
     leaving = start_worker("--grace", "20")
     work = build_request(
-        uuid.uuid4().hex, user_message("park"), agent="parked", metadata={"seconds": 2}
+        uuid.uuid4().hex, user_message("park"), agent="parked", metadata={"seconds": 6}
     )
     submitted(work["cid"])
     async with TaskRecorder(bus, work["cid"]) as recorder:
         await bus.send_request(work)
         await recorder.wait_for(TOPIC_TOOLFRAME)
-        staying = start_worker()
+        # Signalled while its task runs (starting another worker first could outlast the task).
         leaving.send_signal(signal.SIGTERM)
+        staying = start_worker()
         # New work meanwhile goes to the worker that stays.
         later = build_request(uuid.uuid4().hex, user_message("who"), agent="whoami")
         submitted(later["cid"])
