@@ -234,6 +234,10 @@ class TaskAdmin(ReadOnlyAdmin):
         "tenant",
         "client_address",
         "request_text",
+        "attempt",
+        "runtime_id",
+        "claimed_at",
+        "recorder_id",
     )
     readonly_fields = ("owner_display",)
 

@@ -80,6 +80,7 @@ __all__ = [
     "TaskPublisher",
     "TaskStream",
     "check_msgpack_safe",
+    "first_seq",
     "group_name",
 ]
 
@@ -811,6 +812,16 @@ class Subscription:
             yield envelope
 
 
+ATTEMPT_SEQ_SPAN: Final = 1 << 32
+"""Each run of a task numbers its envelopes from its own base: a retry's or a resume's never
+collide with a lost run's late ones."""
+
+
+def first_seq(attempt: int) -> int:
+    """The first envelope ``seq`` of run ``attempt`` (1-based) of a task."""
+    return (max(1, attempt) - 1) * ATTEMPT_SEQ_SPAN + 1
+
+
 class RuntimeLost(Exception):
     """The runtime running a task stopped answering (or never picked the task up)."""
 
@@ -856,6 +867,22 @@ class TaskStream:
         self._asked_at = 0.0
         self._resend_asked_at = -float("inf")
         self._heard_anything = False
+        self._expired: str | None = None
+
+    def expire(self, reason: str) -> None:
+        """The runtime is known to be gone (its lease expired): :meth:`get` raises
+        :class:`RuntimeLost` with ``reason`` within ``probe_after`` seconds."""
+        self._expired = reason
+
+    def restart(self, first_seq: int, first_wait: float) -> None:
+        """Expect a new run of the task (another runtime, numbering from ``first_seq``):
+        envelopes of the old run still on the way are dropped as stale."""
+        self.expected = first_seq
+        self._early.clear()
+        self._expired = None
+        self._heard_anything = False
+        self.first_wait = first_wait
+        self._heard_at = self._asked_at = asyncio.get_running_loop().time()
 
     async def __aenter__(self) -> TaskStream:
         await self._subscription.__aenter__()
@@ -879,6 +906,9 @@ class TaskStream:
             ready = self._early.pop(self.expected, None)
             if ready is not None:
                 return await self._deliver(ready)
+            if self._expired is not None:
+                reason, self._expired = self._expired, None
+                raise RuntimeLost(reason)
             now = loop.time()
             patience = self.lost_after if self._heard_anything else self.first_wait
             if now - self._heard_at > patience:

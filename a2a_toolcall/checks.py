@@ -499,6 +499,7 @@ def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
         ("CANCEL_WAIT", (int, float), True),
         ("RUNTIME_PICKUP_TIMEOUT", (int, float), False),
         ("RUNTIME_LOST_AFTER", (int, float), False),
+        ("TASK_LEASE", (int, float), False),
         ("WORKER_SHUTDOWN_GRACE", (int, float), True),
     ):
         value = config[key]

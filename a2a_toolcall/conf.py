@@ -65,6 +65,11 @@ DEFAULTS: Final[dict[str, Any]] = {
     # silent (not answering probes) before the task fails as lost.
     "RUNTIME_PICKUP_TIMEOUT": 120.0,
     "RUNTIME_LOST_AFTER": 30.0,
+    # Seconds a lease on a running task lasts (docs/deployment.md, "Leases"). The runtime
+    # running a task renews it, and the process recording it renews its own, every third of
+    # this; a process that finds one expired ends the task with a reason within about this long
+    # after the process holding it stopped (or runs it again, or parks it for a resume).
+    "TASK_LEASE": 10.0,
     # --- the audit record ---
     # Keys whose values are replaced by "[redacted]" (any depth, case-insensitive; a key also
     # matches as a prefix or suffix: access_token, api_key_id), and an optional dotted path to a

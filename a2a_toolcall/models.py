@@ -106,6 +106,27 @@ class Task(models.Model):
         max_length=128, blank=True, help_text="The runtime that claimed the task."
     )
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # Leases (docs/deployment.md, "Leases"): the runtime renews its tasks' lease while it runs
+    # them, and the process recording a task renews the recorder's. A process that finds one
+    # expired ends the task with a reason (or runs it again, or parks it for a resume).
+    lease_expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Until when the claiming runtime holds the task."
+    )
+    recorder_id = models.CharField(
+        max_length=128, blank=True, help_text="The server process recording the task."
+    )
+    recorder_expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Until when that process holds the recording."
+    )
+    attempt = models.PositiveSmallIntegerField(
+        default=1, help_text="Which run of the task this is (a retry or a resume adds one)."
+    )
+    checkpoint = models.JSONField(
+        encoder=WireJSONEncoder,
+        null=True,
+        blank=True,
+        help_text="While input-required: what a resumable agent needs to go on elsewhere.",
+    )
     client_address = models.CharField(
         max_length=64, blank=True, help_text="The creator's address (TRUSTED_PROXY_COUNT)."
     )
@@ -126,6 +147,8 @@ class Task(models.Model):
             models.Index(fields=["-updated_at", "-id"], name="a2a_task_recent"),
             models.Index(fields=["context_id", "-updated_at"], name="a2a_task_context_recent"),
             models.Index(fields=["state", "-updated_at"], name="a2a_task_state_recent"),
+            models.Index(fields=["runtime_id", "state"], name="a2a_task_runtime"),
+            models.Index(fields=["recorder_id", "state"], name="a2a_task_recorder"),
             models.Index(fields=["-created_at"], name="a2a_task_created"),
             models.Index(fields=["agent", "-created_at"], name="a2a_task_agent_created"),
         )

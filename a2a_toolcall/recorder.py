@@ -29,7 +29,7 @@ import functools
 import itertools
 import logging
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -49,6 +49,7 @@ from a2a_toolcall.bus import (
     Envelope,
     RuntimeLost,
     TaskStream,
+    first_seq,
 )
 from a2a_toolcall.conf import get_setting
 from a2a_toolcall.contract import (
@@ -68,6 +69,7 @@ from a2a_toolcall.contract import (
 )
 from a2a_toolcall.hygiene import clean_metadata, clean_part, get_cleaner
 from a2a_toolcall.journal import FLUSH_INTERVAL, journal
+from a2a_toolcall.lifecycle import log_transition
 from a2a_toolcall.protocol.models import (
     Artifact,
     Message,
@@ -83,10 +85,16 @@ from a2a_toolcall.protocol.models import (
     parse_timestamp,
 )
 from a2a_toolcall.runtime.events import Frame
-from a2a_toolcall.store import LoggedEvent, TaskWrite
+from a2a_toolcall.store import PROCESS_ID, LoggedEvent, TaskWrite
 
 RUNTIME_STOPPED: Final = "the worker running it stopped"
 """The error of a tool call left open by a runtime that stopped answering (killed, say)."""
+
+RECORDER_STOPPED: Final = "the server process recording it stopped"
+"""The reason given to a task whose recording process is gone (another process found out)."""
+
+MAX_ATTEMPTS: Final = 2
+"""Runs of a retry-safe agent's task: the first, and one more after its runtime was lost."""
 
 __all__ = ["FLUSH_INTERVAL", "RUNTIME_STOPPED", "Recorder", "TaskHub", "ends_stream", "hub_for"]
 
@@ -180,7 +188,7 @@ class TaskHub:
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
         self.events: list[LoggedEvent] = []
-        self.listeners: set[asyncio.Queue[LoggedEvent]] = set()
+        self.listeners: set[asyncio.Queue[LoggedEvent | None]] = set()
         self.closed = False
 
     def publish(self, event: LoggedEvent) -> None:
@@ -188,22 +196,47 @@ class TaskHub:
         for queue in self.listeners:
             queue.put_nowait(event)
 
-    def listen(self, after_seq: int) -> tuple[list[LoggedEvent], asyncio.Queue[LoggedEvent]]:
-        """The events after ``after_seq`` so far, and a queue of the ones to come."""
-        queue: asyncio.Queue[LoggedEvent] = asyncio.Queue()
+    def listen(self, after_seq: int) -> tuple[list[LoggedEvent], asyncio.Queue[LoggedEvent | None]]:
+        """The events after ``after_seq`` so far, and a queue of the ones to come (``None``
+        once the recording stops here: a parked task goes on elsewhere, read the store)."""
+        queue: asyncio.Queue[LoggedEvent | None] = asyncio.Queue()
         self.listeners.add(queue)
+        if self.closed:
+            queue.put_nowait(None)
         return [e for e in self.events if e.seq > after_seq], queue
 
-    def unlisten(self, queue: asyncio.Queue[LoggedEvent]) -> None:
+    def unlisten(self, queue: asyncio.Queue[LoggedEvent | None]) -> None:
         self.listeners.discard(queue)
+
+    def close(self) -> None:
+        """No more events here: tell the listeners."""
+        self.closed = True
+        for queue in self.listeners:
+            queue.put_nowait(None)
 
 
 _hubs: dict[str, TaskHub] = {}
+_recorders: dict[str, Recorder] = {}
 
 
 def hub_for(task_id: str) -> TaskHub | None:
     """The hub of a task recorded in this process, if any."""
     return _hubs.get(task_id)
+
+
+def _drop_hub(task_id: str, hub: TaskHub) -> None:
+    if _hubs.get(task_id) is hub:
+        del _hubs[task_id]
+
+
+def recorder_for(task_id: str) -> Recorder | None:
+    """The recorder of a running task recorded in this process, if any."""
+    return _recorders.get(task_id)
+
+
+def live_recorders() -> int:
+    """How many tasks this process is recording now."""
+    return len(_recorders)
 
 
 def start_in_background(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -226,6 +259,7 @@ class Recorder:
         agent: str,
         stream: TaskStream,
         emitted_at: datetime,
+        resumed_from: Any = None,
     ) -> None:
         self.bus = bus
         self.task_id = task.id
@@ -260,8 +294,77 @@ class Recorder:
         self.runtime_seen = False
         self.finished = asyncio.Event()
         self.ready = asyncio.Event()
+        self.created_at = emitted_at
+        self.attempt = 1
+        self.work: dict[str, Any] | None = None
+        """The work request (set by the service): sent again for a retry."""
+        self.runtime: dict[str, Any] = {}
+        """What the runtime running it said of itself: id, attempt, retrySafe."""
+        self.checkpoint: Any = None
+        self.parked = False
+        self._lease_lost = False
+        self._end_level = logging.INFO
+        self._end_fields: dict[str, Any] = {}
         _hubs[task.id] = self.hub
-        self._emit(StreamResponse(task=task), emitted_at)
+        _recorders[task.id] = self
+        if resumed_from is None:
+            self._emit(StreamResponse(task=task), emitted_at)
+        else:
+            self._resume_from(resumed_from)
+
+    @classmethod
+    def resumed(cls, bus: Bus, row: Any, calls: Sequence[Any], *, stream: TaskStream) -> Recorder:
+        """A recorder taking a parked task's recording up again (its answer arrived here), from
+        its row and its ToolCall rows: the log goes on from ``row.last_seq``."""
+        return cls(
+            bus,
+            store.snapshot(row),
+            agent=row.agent,
+            stream=stream,
+            emitted_at=row.created_at,
+            resumed_from=(row, calls),
+        )
+
+    def _resume_from(self, resumed_from: tuple[Any, Sequence[Any]]) -> None:
+        row, calls = resumed_from
+        self.seq = row.last_seq
+        self.attempt = row.attempt
+        self.artifacts = list(row.artifacts or [])
+        self.history = list(row.history or [])
+        self.metadata = {k: v for k, v in (row.metadata or {}).items() if k != TOOL_CALL_V1_URI}
+        self.pending_request_id = row.pending_request_id
+        self.checkpoint = row.checkpoint
+        self.failed_calls = row.failed_tool_count
+        self.runtime_seen = True
+        for call in sorted(calls, key=lambda c: c.order):
+            started = call.started_at.timestamp() if call.started_at else None
+            self.timeline.feed(
+                ToolCallStarted(tool_call_id=call.tool_call_id, name=call.name, args=call.args),
+                at=started,
+            )
+            end = call.finished_at.timestamp() if call.finished_at else None
+            if call.status == ToolState.COMPLETED.value:
+                self.timeline.feed(
+                    ToolCallCompleted(
+                        tool_call_id=call.tool_call_id, name=call.name, result=call.result
+                    ),
+                    at=end,
+                )
+            elif call.status == ToolState.FAILED.value:
+                self.timeline.feed(
+                    ToolCallFailed(
+                        tool_call_id=call.tool_call_id, name=call.name, error=call.error or "failed"
+                    ),
+                    at=end,
+                )
+
+    def lease_expired(self) -> None:
+        """The lease of the runtime running this task expired (the keeper found it): the task is
+        parked, run again or failed, as :meth:`_runtime_lost` decides."""
+        if self.state.is_terminal or self._lease_lost:
+            return
+        self._lease_lost = True
+        self.stream.expire("its lease expired")
 
     # --- events ----------------------------------------------------------------------------
 
@@ -314,6 +417,7 @@ class Recorder:
                 metadata=message_metadata,
             )
         changed = state is not self.state
+        before = self.state
         self.state = state
         self.status = TaskStatus(
             state=state, message=message, timestamp=format_timestamp(emitted_at)
@@ -334,6 +438,31 @@ class Recorder:
         )
         # A state change is stored before anyone sees it: GetTask then agrees with the stream.
         await self._hand_out(event, write_first=changed)
+        if changed:
+            self._log_change(before, state, message)
+
+    def _log_change(self, before: TaskState, state: TaskState, message: Message | None) -> None:
+        name = state.name.lower().replace("_", "-")
+        if state.is_terminal:
+            text = "\n".join(p.text for p in message.parts if p.text) if message else ""
+            log_transition(
+                self.task_id,
+                name,
+                level=self._end_level,
+                reason=text[:500] or None,
+                duration=(datetime.now(UTC) - self.created_at).total_seconds(),
+                attempt=self.attempt if self.attempt != 1 else None,
+                **self._end_fields,
+            )
+        elif state is TaskState.WORKING:
+            if before is TaskState.INPUT_REQUIRED:
+                log_transition(
+                    self.task_id, "resumed", attempt=self.attempt if self.attempt != 1 else None
+                )
+            else:
+                log_transition(self.task_id, "working", runtime_id=self.runtime.get("id"))
+        elif state is TaskState.INPUT_REQUIRED:
+            log_transition(self.task_id, "input-required", resumable=self.checkpoint is not None)
 
     async def _artifact(
         self,
@@ -377,6 +506,8 @@ class Recorder:
             fields["history"] = self.history
         if "artifacts" in dirty:
             fields["artifacts"] = self.artifacts
+        if "checkpoint" in dirty:
+            fields["checkpoint"] = self.checkpoint
         if "reply_message" in dirty:
             fields["reply_message"] = self.reply_message
         # The tool-call summary grows with the task: it is written when the task stops or
@@ -476,7 +607,8 @@ class Recorder:
                 self.ready.set()
                 # The SUBMITTED row is already stored: the snapshot goes out at once (written
                 # with the next batch). The task stays submitted until its runtime is heard.
-                await self._hand_out(self.unwritten[-1], write_first=False)
+                if self.unwritten:
+                    await self._hand_out(self.unwritten[-1], write_first=False)
                 await self._record()
                 await self.stream.finish()
         except Exception:
@@ -489,10 +621,19 @@ class Recorder:
             self.ready.set()
             with contextlib.suppress(Exception):
                 await self.flush()
-            self.hub.closed = True
+            self.hub.close()
+            if _recorders.get(self.task_id) is self:
+                del _recorders[self.task_id]
             self.finished.set()
             await asyncio.sleep(0)
-            asyncio.get_running_loop().call_later(HUB_KEEP_SECONDS, _hubs.pop, self.task_id, None)
+            if self.parked:
+                # Not ended: whoever resumes it records it; streams read the database meanwhile.
+                if _hubs.get(self.task_id) is self.hub:
+                    del _hubs[self.task_id]
+            else:
+                asyncio.get_running_loop().call_later(
+                    HUB_KEEP_SECONDS, _drop_hub, self.task_id, self.hub
+                )
 
     async def begin(self) -> asyncio.Task[None]:
         """Start recording in the background; returns once subscribed, so the caller may now
@@ -502,33 +643,89 @@ class Recorder:
         return task
 
     async def _record(self) -> None:
-        while not self.state.is_terminal:
+        while not self.state.is_terminal and not self.parked:
             try:
                 envelope = await self.stream.get()
             except RuntimeLost as exc:
-                await self._runtime_lost(str(exc))
+                if await self._runtime_lost(str(exc)):
+                    continue
                 return
             if envelope is not None:
                 await self._on_envelope(envelope)
 
-    async def _runtime_lost(self, why: str) -> None:
+    async def _runtime_lost(self, why: str) -> bool:
+        """The runtime is gone (its lease expired, or it stopped answering): cancel, park, run
+        again or fail the task. True when recording goes on (a new run, or a late claim)."""
         now = datetime.now(UTC)
-        if not self.runtime_seen:
+        lease_lost, self._lease_lost = self._lease_lost, False
+        if not self.runtime_seen and not lease_lost:
             state = TaskState.CANCELED if self.cancel_requested is not None else TaskState.FAILED
             if not await store.settle_unclaimed(self.task_id, state):
                 # Claimed at the last moment: its runtime has not spoken yet, give it the time
-                # any running task gets.
-                self.stream.first_wait = self.stream.lost_after
-                await self._record()
-                return
+                # any running task gets (its lease says when it is gone).
+                self.stream.restart(self.stream.expected, self.stream.lost_after)
+                return True
         if self.cancel_requested is not None:
-            closed = await self._close_open_calls(CANCELLED_ERROR, now)
+            await self._close_open_calls(CANCELLED_ERROR, now)
             await self._status(TaskState.CANCELED, now, text=self.cancel_requested)
+            return False
+        if (
+            self.state is TaskState.INPUT_REQUIRED
+            and self.checkpoint is not None
+            and await store.park(self.task_id, PROCESS_ID)
+        ):
+            # The agent resumes from its checkpoint wherever the answer arrives.
+            self.parked = True
+            log_transition(self.task_id, "parked", reason=f"{RUNTIME_STOPPED} ({why})")
+            return False
+        if await self._retry(now, why):
+            return True
+        self._end_level = logging.WARNING
+        self._end_fields = {"closed_calls": await self._close_open_calls(RUNTIME_STOPPED, now)}
+        if self.runtime_seen or lease_lost:
+            text = f"{RUNTIME_STOPPED} ({why})"
         else:
-            reason = f"{RUNTIME_STOPPED}: {why}" if self.runtime_seen else why
-            closed = await self._close_open_calls(RUNTIME_STOPPED, now)
-            await self._status(TaskState.FAILED, now, text=f"the agent runtime was lost: {why}")
-            _log_failed(self.task_id, reason, closed)
+            text = f"the agent runtime was lost: {why}"
+        await self._status(TaskState.FAILED, now, text=text)
+        return False
+
+    async def _retry(self, now: datetime, why: str) -> bool:
+        """Run the task again on another runtime, once, if its agent declared that safe."""
+        if (
+            self.work is None
+            or self.attempt >= MAX_ATTEMPTS
+            or self.state is not TaskState.WORKING
+            or self.runtime.get("retrySafe") is not True
+        ):
+            return False
+        attempt = await store.release_for_retry(self.task_id, PROCESS_ID)
+        if attempt is None:
+            return False
+        closed = await self._close_open_calls(RUNTIME_STOPPED, now)
+        self.attempt = attempt
+        await self._status(
+            TaskState.WORKING,
+            now,
+            text=f"{RUNTIME_STOPPED}; running it again (attempt {attempt} of {MAX_ATTEMPTS})",
+            metadata={"attempt": attempt},
+        )
+        log_transition(
+            self.task_id,
+            "retried",
+            level=logging.WARNING,
+            reason=f"{RUNTIME_STOPPED} ({why})",
+            attempt=attempt,
+            closed_calls=closed,
+        )
+        self.runtime_seen = False
+        self.runtime = {}
+        self.stream.restart(first_seq(attempt), float(get_setting("RUNTIME_PICKUP_TIMEOUT")))
+        await self.bus.send_request({**self.work, "attempt": attempt})
+        return True
+
+    async def answer(self, payload: dict[str, Any]) -> None:
+        """Record the answer that resumes a parked task (before its work goes out)."""
+        await self._answered(payload, datetime.now(UTC))
 
     async def _close_open_calls(self, error: str, at: datetime) -> int:
         """A ``failed`` frame with ``error`` for every invocation still open (its runtime is gone
@@ -562,6 +759,9 @@ class Recorder:
             return
         if not self.runtime_seen:
             self.runtime_seen = True
+            info = payload.get("runtime") if envelope.topic == TOPIC_PROGRESS else None
+            if isinstance(info, dict):
+                self.runtime = info
             if self.state is TaskState.SUBMITTED:
                 # A runtime claimed the task and started it.
                 await self._status(TaskState.WORKING, at)
@@ -578,6 +778,8 @@ class Recorder:
             await self._streamed_artifact(payload, at)
         elif envelope.topic == TOPIC_INPUT_REQUEST:
             self.pending_request_id = str(payload.get("requestId") or "")
+            self.checkpoint = payload.get("checkpoint")
+            self._dirty.add("checkpoint")
             message_metadata: dict[str, Any] = {"requestId": self.pending_request_id}
             if "meta" in payload:
                 message_metadata["meta"] = self.clean(payload["meta"])
@@ -662,6 +864,9 @@ class Recorder:
             self.history.append(message)
             self._dirty.add("history")
         self.pending_request_id = ""
+        if self.checkpoint is not None:
+            self.checkpoint = None
+            self._dirty.add("checkpoint")
         await self._status(TaskState.WORKING, at)
 
     async def _response(self, payload: dict[str, Any], at: datetime) -> None:
@@ -706,8 +911,21 @@ class Recorder:
             await self._status(
                 TaskState.REJECTED, at, text=str(payload.get("reason") or "rejected")
             )
+        elif (
+            status == "parked"
+            and self.state is TaskState.INPUT_REQUIRED
+            and self.checkpoint is not None
+            and await store.park(self.task_id, PROCESS_ID)
+        ):
+            # Its runtime stopped (a warm shutdown) while it waits for an answer: whoever gets
+            # the answer resumes it from the checkpoint.
+            self.parked = True
+            log_transition(
+                self.task_id, "parked", reason=str(payload.get("reason") or RUNTIME_STOPPED)
+            )
         else:
-            await self._status(TaskState.FAILED, at, text=str(payload.get("error") or "failed"))
+            error = payload.get("error") or payload.get("reason") or "failed"
+            await self._status(TaskState.FAILED, at, text=str(error))
 
 
 # --- tasks a previous run of this process left running ----------------------------------------
@@ -720,7 +938,10 @@ SERVER_RESTARTED: Final = "the server restarted while the task ran"
 """The reason given to tasks an in-process runtime was running when its process stopped."""
 
 
-def _fail_orphan_sync(task_id: str, reason: str) -> bool:
+def _fail_orphan_sync(task_id: str, reason: str, abandoned: bool = False) -> bool:
+    """Fail a running task no recorder records any more, in its log and its row (the open tool
+    calls closed first). ``abandoned``: only if its recorder lease is still expired (the check
+    and the write in one transaction, against a recorder that came back)."""
     from django.db import router, transaction
 
     from a2a_toolcall import models as orm
@@ -728,11 +949,12 @@ def _fail_orphan_sync(task_id: str, reason: str) -> bool:
     using = router.db_for_write(orm.Task)
     now = datetime.now(UTC)
     with transaction.atomic(using=using):
-        row = (
-            orm.Task.objects.select_for_update()
-            .filter(pk=task_id, state__in=_RUNNING_STATE_VALUES)
-            .first()
+        rows = orm.Task.objects.select_for_update().filter(
+            pk=task_id, state__in=_RUNNING_STATE_VALUES
         )
+        if abandoned:
+            rows = rows.filter(recorder_expires_at__lt=now)
+        row = rows.first()
         if row is None:
             return False
         prefix = frame_event_prefix(row.id, row.context_id)
@@ -796,20 +1018,44 @@ def _fail_orphan_sync(task_id: str, reason: str) -> bool:
         row.updated_at = now
         row.finished_at = now
         row.failed_tool_count += len(open_calls)
+        row.lease_expires_at = None
+        row.recorder_expires_at = None
         row.save()
-    _log_failed(task_id, reason, len(open_calls))
+    log_transition(
+        task_id,
+        "failed",
+        level=logging.WARNING,
+        reason=reason,
+        duration=(now - row.created_at).total_seconds(),
+        closed_calls=len(open_calls),
+    )
     return True
 
 
-def _log_failed(task_id: str, reason: str, closed: int) -> None:
-    """The WARNING of a task failed because what ran it is gone."""
-    logger.warning(
-        "task %s: failed: %s (%d open tool call(s) closed as failed)",
-        task_id,
-        reason,
-        closed,
-        extra={"task_id": task_id},
-    )
+async def settle_abandoned(expired: store.Expired) -> bool:
+    """Take over a running task whose recording process is gone (its recorder lease expired,
+    found by this process's keeper): park it if it waits for input with a checkpoint, else fail
+    it with its open calls closed; a runtime still running it is told to stop, and streams
+    following it from other processes are told to read on. True if this process acted."""
+    if expired.resumable and await store.park(expired.task_id, None):
+        log_transition(expired.task_id, "parked", reason=RECORDER_STOPPED)
+        return True
+    if expired.runtime_id and expired.runtime_expired:
+        reason = RUNTIME_STOPPED
+    elif expired.runtime_id:
+        reason = RECORDER_STOPPED
+    else:
+        reason = f"{RECORDER_STOPPED} before any runtime picked the task up"
+    if not await store.in_shared_thread(
+        functools.partial(_fail_orphan_sync, expired.task_id, reason, True)
+    ):
+        return False
+    bus = Bus()
+    with contextlib.suppress(Exception):
+        if expired.runtime_id and not expired.runtime_expired:
+            await bus.publish(TOPIC_CANCEL, expired.task_id, {"reason": reason}, seq=0)
+        await bus.publish(TOPIC_EVENTS, expired.task_id, {"state": TaskState.FAILED.value}, seq=0)
+    return True
 
 
 _RUNNING_STATE_VALUES: Final = (
@@ -823,22 +1069,28 @@ async def fail_orphaned_tasks(reason: str = SERVER_RESTARTED) -> int:
     """Fail the tasks an earlier run of this process left running (their recorder and, with the
     in-process runtime, their agent went with it): each open tool call gets a ``failed`` frame,
     then the task a FAILED status with ``reason``, in its log and its row. Returns how many.
+    A task waiting for input with a checkpoint is parked instead (its answer resumes it).
 
     Only for a site whose agents run in the web process on an in-memory layer (one process):
     there every running task created before this process started is an orphan.
     """
     from a2a_toolcall import models as orm
 
-    ids = [
-        pk
-        async for pk in orm.Task.objects.filter(
+    rows = [
+        row
+        async for row in orm.Task.objects.filter(
             state__in=_RUNNING_STATE_VALUES, created_at__lt=PROCESS_STARTED
-        ).values_list("pk", flat=True)
+        ).values_list("pk", "state", "recorder_id", "checkpoint")
     ]
     failed = 0
-    for task_id in ids:
-        if hub_for(task_id) is None and await store.in_shared_thread(
-            functools.partial(_fail_orphan_sync, task_id, reason)
-        ):
+    for task_id, state, recorder_id, checkpoint in rows:
+        if hub_for(task_id) is not None:
+            continue
+        if state == TaskState.INPUT_REQUIRED.value and checkpoint is not None:
+            # Resumable: it waits for its answer, which resumes it from its checkpoint.
+            if recorder_id and await store.park(task_id, None, orphan=True):
+                log_transition(task_id, "parked", reason=reason)
+            continue
+        if await store.in_shared_thread(functools.partial(_fail_orphan_sync, task_id, reason)):
             failed += 1
     return failed

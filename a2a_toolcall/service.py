@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
 
 from a2a_toolcall import store
 from a2a_toolcall.bus import (
@@ -25,11 +25,15 @@ from a2a_toolcall.bus import (
     Bus,
     Subscription,
     TaskStream,
+    first_seq,
 )
 from a2a_toolcall.conf import get_setting
+from a2a_toolcall.leases import PROCESS_ID, ensure_keeper
+from a2a_toolcall.lifecycle import log_transition
 from a2a_toolcall.protocol import jsonrpc
 from a2a_toolcall.protocol.models import (
     Message,
+    Role,
     SendMessageRequest,
     StreamResponse,
     Task,
@@ -48,6 +52,14 @@ POLL_INTERVAL: Final = 2.0
 
 
 _swept = False
+
+
+def start_in_process_runtime() -> None:
+    """Start this loop's in-process runtime, if agents run in this process, claiming tasks in
+    the task store, its leases kept by this loop's keeper."""
+    runtime = ensure_in_process_runtime(claims=store.StoreClaims())
+    if runtime is not None:
+        ensure_keeper().add_runtime(runtime)
 
 
 async def sweep_orphans_once() -> None:
@@ -86,7 +98,7 @@ class EventFeed:
         self.task_id = task_id
         self.last = after_seq
         self._backlog: collections.deque[LoggedEvent] = collections.deque()
-        self._queue: asyncio.Queue[LoggedEvent] | None = None
+        self._queue: asyncio.Queue[LoggedEvent | None] | None = None
         self._subscription: Subscription | None = None
         self._hub = hub_for(task_id)
 
@@ -95,9 +107,15 @@ class EventFeed:
             events, self._queue = self._hub.listen(self.last)
             self._backlog.extend(events)
         else:
-            # Joined before the first read: a notification sent meanwhile is not missed.
-            self._subscription = await self.bus.subscribe(self.task_id, [TOPIC_EVENTS]).__aenter__()
+            await self._from_store()
         return self
+
+    async def _from_store(self) -> None:
+        # Joined before the first read: a notification sent meanwhile is not missed.
+        if self._hub is not None and self._queue is not None:
+            self._hub.unlisten(self._queue)
+        self._queue = None
+        self._subscription = await self.bus.subscribe(self.task_id, [TOPIC_EVENTS]).__aenter__()
 
     async def __aexit__(self, *exc: object) -> None:
         if self._hub is not None and self._queue is not None:
@@ -113,10 +131,13 @@ class EventFeed:
                 self.last = event.seq
                 return event
         if self._queue is not None and not self._queue.empty():
-            event = self._queue.get_nowait()
-            if event.seq > self.last:
-                self.last = event.seq
-                return event
+            queued = self._queue.get_nowait()
+            if queued is None:
+                self._queue.put_nowait(None)  # for next(), which switches to the store
+                return None
+            if queued.seq > self.last:
+                self.last = queued.seq
+                return queued
         return None
 
     async def next(self, timeout: float | None = None) -> LoggedEvent | None:
@@ -130,15 +151,20 @@ class EventFeed:
                 self.last = event.seq
                 return event
             if self._queue is not None:
+                arrived: LoggedEvent | None
                 if self._queue.empty():
                     try:
                         async with asyncio.timeout(timeout):
-                            event = await self._queue.get()
+                            arrived = await self._queue.get()
                     except TimeoutError:
                         return None
                 else:
-                    event = self._queue.get_nowait()
-                self._backlog.append(event)
+                    arrived = self._queue.get_nowait()
+                if arrived is None:
+                    # The recording stopped here (the task was parked): read on from the store.
+                    await self._from_store()
+                    continue
+                self._backlog.append(arrived)
                 continue
             loop = asyncio.get_running_loop()
             if deadline is None and timeout is not None:
@@ -204,7 +230,29 @@ class TaskService:
             owner=owner,
             auth_scheme=auth_scheme,
             credential=credential,
+            recorder_id=PROCESS_ID,
         )
+        log_transition(task_id, "accepted", agent=agent, context_id=context_id)
+        ensure_keeper()  # renews this process's recorder leases, reaps expired ones
+        recorder = Recorder(
+            self.bus, store.snapshot(row), agent=agent, stream=self._stream(task_id), emitted_at=now
+        )
+        await recorder.begin()  # subscribed to the task's groups before the work goes out
+        work = build_request(
+            task_id, message, agent=agent, context_id=context_id, metadata=request.metadata
+        )
+        recorder.work = work
+
+        async def send_work() -> None:
+            start_in_process_runtime()
+            await self.bus.send_request(work)
+
+        if dispatch:
+            await send_work()
+            return Started(task_id=task_id, after_seq=0, snapshot=None)
+        return Started(task_id=task_id, after_seq=0, snapshot=None, dispatch=send_work)
+
+    def _stream(self, task_id: str, first_seq: int = 1) -> TaskStream:
         stream = TaskStream(
             self.bus,
             task_id,
@@ -212,22 +260,8 @@ class TaskService:
             first_wait=float(get_setting("RUNTIME_PICKUP_TIMEOUT")),
             lost_after=float(get_setting("RUNTIME_LOST_AFTER")),
         )
-        recorder = Recorder(
-            self.bus, store.snapshot(row), agent=agent, stream=stream, emitted_at=now
-        )
-        await recorder.begin()  # subscribed to the task's groups before the work goes out
-        work = build_request(
-            task_id, message, agent=agent, context_id=context_id, metadata=request.metadata
-        )
-
-        async def send_work() -> None:
-            ensure_in_process_runtime(claim=store.claim_task)
-            await self.bus.send_request(work)
-
-        if dispatch:
-            await send_work()
-            return Started(task_id=task_id, after_seq=0, snapshot=None)
-        return Started(task_id=task_id, after_seq=0, snapshot=None, dispatch=send_work)
+        stream.expected = first_seq
+        return stream
 
     async def _continue(self, message: Message, owner: store.Owner | None) -> Started:
         assert message.task_id is not None
@@ -254,20 +288,55 @@ class TaskService:
             )
         message = message.model_copy(update={"context_id": row.context_id})
         text = "\n".join(p.text for p in message.parts if p.text is not None)
-        await self.bus.publish(
-            TOPIC_INPUT_RESPONSE,
+        answer = {
+            "requestId": row.pending_request_id,
+            "text": text,
+            "parts": [p.to_wire() for p in message.parts],
+            "message": message.to_wire(),
+        }
+        snapshot = await store.current_snapshot(row)
+        if not row.runtime_id and not row.recorder_id and row.checkpoint is not None:
+            # Parked: the runtime that asked is gone; the agent resumes from its checkpoint.
+            await self._resume(row, answer)
+        else:
+            await self.bus.publish(TOPIC_INPUT_RESPONSE, row.id, answer, seq=0)
+        return Started(task_id=row.id, after_seq=row.last_seq, snapshot=snapshot)
+
+    async def _resume(self, row: Any, answer: dict[str, Any]) -> None:
+        """Record a parked task here from now on, with its answer, and send its work out as a
+        resume: any runtime claims it and calls the agent with the checkpoint."""
+        attempt = await store.adopt_parked(row.id, PROCESS_ID)
+        if attempt is None:
+            raise jsonrpc.UnsupportedOperationError(
+                f"Task {row.id} is already being resumed with another answer",
+                metadata={"taskId": row.id, "state": row.state},
+            )
+        row, calls = await store.load_with_calls(row.id)
+        ensure_keeper()
+        recorder = Recorder.resumed(
+            self.bus, row, calls, stream=self._stream(row.id, first_seq(attempt))
+        )
+        await recorder.begin()
+        await recorder.answer(answer)
+        history = [Message.model_validate(m) for m in row.history]
+        first = next((m for m in history if m.role is Role.USER), None) or history[0]
+        question = ""
+        if row.status.get("message"):
+            question = "\n".join(
+                str(p.get("text")) for p in row.status["message"].get("parts", []) if "text" in p
+            )
+        work = build_request(
             row.id,
-            {
-                "requestId": row.pending_request_id,
-                "text": text,
-                "parts": [p.to_wire() for p in message.parts],
-                "message": message.to_wire(),
-            },
-            seq=0,
+            first,
+            agent=row.agent,
+            context_id=row.context_id,
+            metadata=row.metadata,
+            attempt=attempt,
+            resume={**answer, "checkpoint": row.checkpoint, "question": question},
         )
-        return Started(
-            task_id=row.id, after_seq=row.last_seq, snapshot=await store.current_snapshot(row)
-        )
+        recorder.work = None  # a resume is not run again from the start
+        start_in_process_runtime()
+        await self.bus.send_request(work)
 
     # --- waiting -----------------------------------------------------------------------------
 

@@ -10,13 +10,16 @@ import base64
 import binascii
 import contextvars
 import functools
+import os
+import socket
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import connections, router, transaction
-from django.db.models import Model, Q
+from django.db.models import F, Model, Q
 from django.db.models.constants import OnConflict
 from django.utils import timezone
 
@@ -35,26 +38,42 @@ from a2a_toolcall.protocol.models import (
 )
 
 __all__ = [
+    "PROCESS_ID",
+    "RUNNING_STATES",
+    "Expired",
     "LoggedEvent",
     "Owner",
+    "StoreClaims",
     "TaskWrite",
+    "adopt_parked",
     "check_context",
     "claim_task",
     "create_task",
     "current_snapshot",
     "events_after",
+    "expired_leases",
     "get_task",
+    "lease_seconds",
     "list_tasks",
     "live_summaries",
     "load_row",
+    "load_with_calls",
+    "park",
+    "release_for_retry",
+    "renew_recorder_leases",
+    "renew_runtime_leases",
     "settle_unclaimed",
     "snapshot",
     "summary_entry",
+    "waiting_tasks",
     "write_batch",
     "write_batch_sync",
 ]
 
 T = TypeVar("T")
+
+PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+"""This process, as the recorder leases of the tasks it records name it."""
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
@@ -295,10 +314,14 @@ async def create_task(
     owner: Owner | None = None,
     auth_scheme: str = "",
     credential: str = "",
+    recorder_id: str = "",
 ) -> orm.Task:
-    """Insert a new task row in SUBMITTED (its first event is logged by the recorder)."""
+    """Insert a new task row in SUBMITTED (its first event is logged by the recorder).
+    ``recorder_id``: the process recording it, which holds its recorder lease from now."""
     now = timezone.now()
     row = orm.Task(
+        recorder_id=recorder_id[:128],
+        recorder_expires_at=now + timedelta(seconds=lease_seconds()) if recorder_id else None,
         **(owner or Owner()).row_fields(),
         auth_scheme=auth_scheme,
         credential=credential[:200],
@@ -344,6 +367,12 @@ async def load_row(task_id: str, owner: Owner | None = None) -> orm.Task:
         ) from None
 
 
+async def load_with_calls(task_id: str) -> tuple[orm.Task, list[orm.ToolCall]]:
+    """A task's row and its ToolCall rows (unscoped: the server's own use)."""
+    row = await orm.Task.objects.aget(pk=task_id)
+    return row, [call async for call in row.tool_calls.all()]
+
+
 async def get_task(
     task_id: str, history_length: int | None = None, owner: Owner | None = None
 ) -> Task:
@@ -351,26 +380,263 @@ async def get_task(
     return await current_snapshot(await load_row(task_id, owner), history_length=history_length)
 
 
-def _claim_sync(task_id: str, runtime_id: str) -> bool:
-    rows = orm.Task.objects.filter(pk=task_id, state=TaskState.SUBMITTED.value, runtime_id="")
-    return rows.update(runtime_id=runtime_id[:128], claimed_at=timezone.now()) == 1
+RUNNING_STATES = (
+    TaskState.SUBMITTED.value,
+    TaskState.WORKING.value,
+    TaskState.INPUT_REQUIRED.value,
+)
+"""The states of a task that has not ended (a lease may be held on it)."""
+
+_UNCLAIMED_STATES = (TaskState.SUBMITTED.value, TaskState.WORKING.value)
+# A task no runtime holds: submitted (attempt 1), or working between two attempts (a retry, or a
+# resume after its answer arrived).
+
+_ID_CHUNK = 500
 
 
-async def claim_task(task_id: str, runtime_id: str) -> bool:
-    """Claim a submitted task for a runtime: True for exactly one runtime, and for none once the
-    task was canceled (or failed) before any runtime claimed it. One atomic UPDATE."""
-    return await in_shared_thread(functools.partial(_claim_sync, task_id, runtime_id))
+def lease_seconds() -> float:
+    """``TASK_LEASE``: how long a lease lasts."""
+    from a2a_toolcall.conf import get_setting
+
+    return float(get_setting("TASK_LEASE"))
+
+
+def _claim_sync(task_id: str, runtime_id: str, attempt: int) -> bool:
+    now = timezone.now()
+    rows = orm.Task.objects.filter(
+        pk=task_id, state__in=_UNCLAIMED_STATES, runtime_id="", attempt=attempt
+    )
+    return (
+        rows.update(
+            runtime_id=runtime_id[:128],
+            claimed_at=now,
+            lease_expires_at=now + timedelta(seconds=lease_seconds()),
+        )
+        == 1
+    )
+
+
+async def claim_task(task_id: str, runtime_id: str, attempt: int = 1) -> bool:
+    """Claim a task for a runtime: True for exactly one runtime, and for none once the task was
+    canceled (or failed) before any runtime claimed it. One atomic UPDATE, which also gives the
+    runtime its first lease (``TASK_LEASE``). ``attempt``: which run of the task (a retry or a
+    resume is a new attempt, claimed like the first)."""
+    return await in_shared_thread(functools.partial(_claim_sync, task_id, runtime_id, attempt))
 
 
 def _settle_sync(task_id: str, state: TaskState) -> bool:
-    rows = orm.Task.objects.filter(pk=task_id, state=TaskState.SUBMITTED.value, runtime_id="")
-    return rows.update(state=state.value, updated_at=timezone.now()) == 1
+    rows = orm.Task.objects.filter(pk=task_id, state__in=_UNCLAIMED_STATES, runtime_id="")
+    return rows.update(state=state.value, updated_at=timezone.now(), lease_expires_at=None) == 1
 
 
 async def settle_unclaimed(task_id: str, state: TaskState) -> bool:
-    """Move a task no runtime has claimed to ``state`` (canceled, failed), atomically against
+    """Move a task no runtime holds to ``state`` (canceled, failed), atomically against
     :func:`claim_task`: True when it did, False when a runtime claimed the task first."""
     return await in_shared_thread(functools.partial(_settle_sync, task_id, state))
+
+
+def _renew_runtime_sync(runtime_id: str, ids: list[str]) -> set[str]:
+    until = timezone.now() + timedelta(seconds=lease_seconds())
+    held: set[str] = set()
+    for i in range(0, len(ids), _ID_CHUNK):
+        chunk = ids[i : i + _ID_CHUNK]
+        rows = orm.Task.objects.filter(
+            pk__in=chunk, runtime_id=runtime_id, state__in=RUNNING_STATES
+        )
+        if rows.update(lease_expires_at=until) == len(chunk):
+            held.update(chunk)
+        else:
+            held.update(rows.values_list("pk", flat=True))
+    return held
+
+
+async def renew_runtime_leases(runtime_id: str, ids: Sequence[str]) -> set[str]:
+    """Renew the leases of the tasks ``runtime_id`` runs; the ids it still holds (a task it
+    no longer holds was ended or taken over elsewhere: the runtime stops it)."""
+    if not ids:
+        return set()
+    return await in_shared_thread(functools.partial(_renew_runtime_sync, runtime_id, list(ids)))
+
+
+def _renew_recorder_sync(recorder_id: str) -> int:
+    until = timezone.now() + timedelta(seconds=lease_seconds())
+    rows = orm.Task.objects.filter(recorder_id=recorder_id, state__in=RUNNING_STATES)
+    return rows.update(recorder_expires_at=until)
+
+
+async def renew_recorder_leases(recorder_id: str) -> int:
+    """Renew the recorder leases of every running task process ``recorder_id`` records."""
+    return await in_shared_thread(functools.partial(_renew_recorder_sync, recorder_id))
+
+
+@dataclass(frozen=True, slots=True)
+class Expired:
+    """A running task with a lease that ran out (see :func:`expired_leases`)."""
+
+    task_id: str
+    state: TaskState
+    runtime_id: str
+    runtime_expired: bool
+    recorder_id: str
+    recorder_expired: bool
+    resumable: bool
+    """Waiting for input with a checkpoint: the task can be parked rather than failed."""
+
+
+def _expired_sync() -> list[Expired]:
+    now = timezone.now()
+    rows = orm.Task.objects.filter(state__in=RUNNING_STATES).filter(
+        Q(runtime_id__gt="", lease_expires_at__lt=now) | Q(recorder_expires_at__lt=now)
+    )
+    return [
+        Expired(
+            task_id=row["id"],
+            state=TaskState(row["state"]),
+            runtime_id=row["runtime_id"],
+            runtime_expired=bool(
+                row["runtime_id"]
+                and row["lease_expires_at"] is not None
+                and row["lease_expires_at"] < now
+            ),
+            recorder_id=row["recorder_id"],
+            recorder_expired=row["recorder_expires_at"] is not None
+            and row["recorder_expires_at"] < now,
+            resumable=row["state"] == TaskState.INPUT_REQUIRED.value
+            and row["checkpoint"] is not None,
+        )
+        for row in rows.values(
+            "id",
+            "state",
+            "runtime_id",
+            "lease_expires_at",
+            "recorder_id",
+            "recorder_expires_at",
+            "checkpoint",
+        )[:1000]
+    ]
+
+
+async def expired_leases() -> list[Expired]:
+    """Running tasks whose runtime's lease or recorder's lease has expired."""
+    return await in_shared_thread(_expired_sync)
+
+
+def _release_sync(task_id: str, recorder_id: str) -> int | None:
+    with transaction.atomic(using=router.db_for_write(orm.Task)):
+        rows = orm.Task.objects.filter(
+            pk=task_id,
+            recorder_id=recorder_id,
+            state__in=_UNCLAIMED_STATES,
+        ).exclude(runtime_id="")
+        if not rows.update(runtime_id="", lease_expires_at=None, attempt=F("attempt") + 1):
+            return None
+        return int(orm.Task.objects.values_list("attempt", flat=True).get(pk=task_id))
+
+
+async def release_for_retry(task_id: str, recorder_id: str) -> int | None:
+    """Take a task from the runtime that lost it, to be claimed again as the next attempt; the
+    new attempt's number, or None if the task is no longer a running one of this recorder's."""
+    return await in_shared_thread(functools.partial(_release_sync, task_id, recorder_id))
+
+
+def _park_sync(task_id: str, recorder_id: str | None, orphan: bool) -> bool:
+    rows = orm.Task.objects.filter(
+        pk=task_id, state=TaskState.INPUT_REQUIRED.value, checkpoint__isnull=False
+    )
+    if recorder_id is not None:
+        rows = rows.filter(recorder_id=recorder_id)
+    elif not orphan:
+        rows = rows.filter(recorder_expires_at__lt=timezone.now())
+    return (
+        rows.update(runtime_id="", lease_expires_at=None, recorder_id="", recorder_expires_at=None)
+        == 1
+    )
+
+
+async def park(task_id: str, recorder_id: str | None, *, orphan: bool = False) -> bool:
+    """Park a resumable task waiting for input: no runtime and no recorder hold it until its
+    answer arrives (then any process resumes it, see :func:`adopt_parked`). ``recorder_id``: the
+    recorder parking it; None: a process taking over from a recorder whose lease expired, or
+    (``orphan``) a restarted single process parking what its earlier run left."""
+    return await in_shared_thread(functools.partial(_park_sync, task_id, recorder_id, orphan))
+
+
+def _adopt_sync(task_id: str, recorder_id: str) -> int | None:
+    with transaction.atomic(using=router.db_for_write(orm.Task)):
+        rows = orm.Task.objects.filter(
+            pk=task_id,
+            state=TaskState.INPUT_REQUIRED.value,
+            runtime_id="",
+            recorder_id="",
+            checkpoint__isnull=False,
+        )
+        updated = rows.update(
+            recorder_id=recorder_id[:128],
+            recorder_expires_at=timezone.now() + timedelta(seconds=lease_seconds()),
+            attempt=F("attempt") + 1,
+        )
+        if not updated:
+            return None
+        return int(orm.Task.objects.values_list("attempt", flat=True).get(pk=task_id))
+
+
+async def adopt_parked(task_id: str, recorder_id: str) -> int | None:
+    """Take the recording of a parked task (its answer arrived here); the attempt its resume
+    runs as, or None if another process took it first."""
+    return await in_shared_thread(functools.partial(_adopt_sync, task_id, recorder_id))
+
+
+def _waiting_sync(limit: int, since: datetime) -> list[orm.Task]:
+    now = timezone.now()
+    rows = orm.Task.objects.filter(
+        state=TaskState.SUBMITTED.value,
+        runtime_id="",
+        attempt=1,
+        created_at__gte=since,
+        recorder_expires_at__gt=now,
+    ).order_by("created_at")
+    return list(rows[:limit])
+
+
+async def waiting_tasks(limit: int, since: datetime) -> list[orm.Task]:
+    """Up to ``limit`` submitted tasks no runtime has claimed, created after ``since`` and still
+    recorded by a live process, oldest first (for a runtime with free slots)."""
+    if limit <= 0:
+        return []
+    return await in_shared_thread(functools.partial(_waiting_sync, limit, since))
+
+
+class StoreClaims:
+    """The task store as a runtime's :class:`~a2a_toolcall.runtime.runner.Claims`: atomic
+    claims with leases, their renewal, and the tasks waiting for a runtime."""
+
+    async def claim(self, cid: str, runtime_id: str, attempt: int) -> bool:
+        return await claim_task(cid, runtime_id, attempt)
+
+    async def renew(self, runtime_id: str, ids: Sequence[str]) -> set[str]:
+        return await renew_runtime_leases(runtime_id, ids)
+
+    async def waiting(self, limit: int) -> list[dict[str, Any]]:
+        from a2a_toolcall.conf import get_setting
+        from a2a_toolcall.runtime.runner import build_request
+
+        pickup = float(get_setting("RUNTIME_PICKUP_TIMEOUT"))
+        since = timezone.now() - timedelta(seconds=pickup)
+        requests = []
+        for row in await waiting_tasks(limit, since):
+            if not row.history:
+                continue
+            message = Message.model_validate(row.history[0])
+            requests.append(
+                build_request(
+                    row.pk,
+                    message,
+                    agent=row.agent,
+                    context_id=row.context_id,
+                    metadata=row.metadata,
+                )
+            )
+        return requests
 
 
 async def check_context(context_id: str, owner: Owner) -> None:

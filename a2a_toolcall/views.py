@@ -28,6 +28,7 @@ from a2a_toolcall.auth import Caller, authenticate, unauthenticated
 from a2a_toolcall.card import build_card, default_agent_name
 from a2a_toolcall.conf import get_setting
 from a2a_toolcall.contract import TOOL_CALL_V1_URI
+from a2a_toolcall.leases import ensure_keeper
 from a2a_toolcall.protocol import jsonrpc, v03
 from a2a_toolcall.protocol.models import (
     CancelTaskRequest,
@@ -314,6 +315,7 @@ async def jsonrpc_endpoint(request: HttpRequest) -> HttpResponseBase:
                 )
             mapped = method
         await sweep_orphans_once()
+        ensure_keeper()  # this process takes part in renewing and reaping task leases
         # Who is calling, before anything is read or stored on its behalf.
         caller = await authenticate(request)
         await throttle.check_rate(caller)

@@ -134,3 +134,37 @@ async def charging(task: AgentInput) -> AsyncGenerator[Event, Any]:
 
     result = yield ToolCall("charge_card", {"amount": 5}, run=charge_card)
     yield Reply(text=str(result.value))
+
+
+async def retrying(task: AgentInput) -> AsyncGenerator[Event, Any]:
+    """Declared safe to run again: on its first attempt its tool sleeps for
+    ``metadata['seconds']`` (default 60, time to kill its worker); on a retry it returns at once.
+    Replies with the attempt that finished."""
+    seconds = float(task.metadata.get("seconds", 60)) if task.attempt == 1 else 0.0
+
+    async def lookup(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return f"looked up on attempt {task.attempt}"
+
+    result = yield ToolCall("lookup", {"seconds": seconds}, run=lookup)
+    yield Reply(text=str(result.value))
+
+
+retrying.retry_safe = True  # type: ignore[attr-defined]
+
+
+async def resumable(task: AgentInput) -> AsyncGenerator[Event, Any]:
+    """A plain agent that resumes from a checkpoint: it runs a tool, asks which city, and keeps
+    what it needs to go on in the question's checkpoint. Resumed (in any process), it replies
+    from the checkpoint and the answer without running anything again."""
+    if task.resume is not None:
+        found = task.resume.checkpoint["found"]
+        yield Reply(text=f"{found}; next: {task.resume.answer.text} (attempt {task.attempt})")
+        return
+
+    async def forecast(city: str) -> str:
+        return f"sunny in {city}"
+
+    result = yield ToolCall("forecast", {"city": "Oslo"}, run=forecast)
+    city = yield InputRequest("Which city next?", checkpoint={"found": result.value})
+    yield Reply(text=f"{result.value}; next: {city} (attempt {task.attempt})")

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from a2a_toolcall.layers import InMemoryChannelLayer as FastInMemoryChannelLayer
+from a2a_toolcall.leases import keeper_for_loop
 from a2a_toolcall.runtime import runner
 from tests import routers
 from tests.browser import ChromiumMissing, ensure_chromium
@@ -67,6 +68,9 @@ async def stop_in_process_runtime() -> AsyncIterator[None]:
     runtime = runner._IN_PROCESS.get(asyncio.get_running_loop())
     if runtime is not None:
         await runtime.shutdown()
+    keeper = keeper_for_loop()
+    if keeper is not None:
+        await keeper.stop()
     # The recorder wrote from asgiref's shared thread: close its connections there, or the
     # test databases cannot be dropped at the end of the session.
     await sync_to_async(connections.close_all)()

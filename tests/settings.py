@@ -128,11 +128,16 @@ A2A_TOOLCALL = {
         "report": "tests.agents.report",
         # A tool with a side effect outside the app (a Redis counter), for the claim tests.
         "charging": "tests.agents.charging",
+        # Task lifecycle (tests/test_lifecycle.py): run again when lost, resumed from checkpoints.
+        "retrying": "tests.agents.retrying",
+        "resumable": "tests.agents.resumable",
+        "durable_graph": "tests.durable_graph.durable_graph",
     },
     "DEFAULT_AGENT": os.environ.get("A2A_TEST_AGENT", "demo"),
     "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),
     "TASK_TIME_LIMIT": float(os.environ.get("A2A_TEST_TIME_LIMIT", "300")),
     "RUNTIME_LOST_AFTER": float(os.environ.get("A2A_TEST_LOST_AFTER", "30")),
+    "TASK_LEASE": float(os.environ.get("A2A_TEST_LEASE", "10")),
     "API_KEY_HEADER": os.environ.get("A2A_TEST_API_KEY_HEADER", "X-API-Key"),
     "RUN_IN_PROCESS": False if LIVE_LAYER == "redis" else None,
     # Most tests call as anonymous clients (as the demo site allows); the access-control tests

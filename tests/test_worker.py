@@ -172,7 +172,7 @@ async def test_sigterm_without_grace_fails_running_tasks_with_a_reason_and_exits
     assert worker.wait(20) == 0
     assert worker.stdout is not None
     output = worker.stdout.read()
-    assert "failing 1 running task(s)" in output and "a2a_worker stopped" in output
+    assert "ending 1 running task(s)" in output and "a2a_worker stopped" in output
 
 
 def test_the_worker_refuses_the_in_memory_layer() -> None:
@@ -209,7 +209,7 @@ async def test_sigterm_lets_running_tasks_finish_while_another_worker_takes_new_
     assert leaving.stdout is not None
     output = leaving.stdout.read()
     assert "waiting up to 20 s for 1 running task(s)" in output
-    assert "failing 0 running task(s)" in output and "a2a_worker stopped" in output
+    assert "ending 0 running task(s)" in output and "a2a_worker stopped" in output
 
 
 async def test_a_second_signal_stops_at_once(

@@ -10,9 +10,11 @@ from a2a_toolcall.runtime.events import (
     InputRequest,
     Progress,
     Reply,
+    Resume,
     ToolCall,
     ToolResult,
     UserAnswer,
+    is_retry_safe,
 )
 from a2a_toolcall.runtime.narration import humanize
 from a2a_toolcall.runtime.runner import (
@@ -34,6 +36,7 @@ __all__ = [
     "InputRequest",
     "Progress",
     "Reply",
+    "Resume",
     "Runtime",
     "ToolCall",
     "ToolResult",
@@ -41,5 +44,6 @@ __all__ = [
     "build_request",
     "ensure_in_process_runtime",
     "humanize",
+    "is_retry_safe",
     "runs_in_process",
 ]

@@ -50,9 +50,11 @@ __all__ = [
     "InputRequest",
     "Progress",
     "Reply",
+    "Resume",
     "ToolCall",
     "ToolResult",
     "UserAnswer",
+    "is_retry_safe",
 ]
 
 
@@ -65,6 +67,11 @@ class AgentInput:
     message: Message
     history: tuple[Message, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    resume: Resume | None = None
+    """Set when the task is resumed from a checkpoint (its question's answer arrived after the
+    runtime that asked was gone): go on from ``resume.checkpoint`` with ``resume.answer``."""
+    attempt: int = 1
+    """Which run of the task this is: 2 for a retry of a retry-safe agent, or a resume."""
 
     @property
     def text(self) -> str:
@@ -132,10 +139,19 @@ class ArtifactUpdate:
 
 @dataclass(frozen=True, slots=True)
 class InputRequest:
-    """Ask the user a question; the task waits (input-required) for the answer."""
+    """Ask the user a question; the task waits (input-required) for the answer.
+
+    ``checkpoint``: for an agent that keeps its state outside the process (a database), what it
+    needs to go on from this question in another process (JSON: ids, a step, small values). With
+    one, the task survives the loss of the runtime that asked: it is parked, and when the answer
+    arrives any runtime calls the agent again with :attr:`AgentInput.resume` set (the agent then
+    continues from the checkpoint instead of starting over). Without one, a task whose runtime
+    stops while it waits is failed.
+    """
 
     question: str
     meta: dict[str, Any] | None = None
+    checkpoint: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +165,22 @@ class UserAnswer:
 
     def __str__(self) -> str:
         return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """What a resumed agent gets (:attr:`AgentInput.resume`): the answer to the question it
+    asked, and the checkpoint it gave with that question."""
+
+    answer: UserAnswer
+    checkpoint: Any
+    question: str = ""
+
+
+def is_retry_safe(agent: Any) -> bool:
+    """Whether ``agent`` declared itself safe to run again (``agent.retry_safe = True``): a task
+    lost with its runtime is then run once more on another runtime."""
+    return getattr(agent, "retry_safe", False) is True
 
 
 @dataclass(frozen=True, slots=True)

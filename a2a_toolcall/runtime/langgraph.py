@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any
@@ -395,32 +396,60 @@ class LangGraphAgent:
             generation += 1
             thread = f"{context}~{generation}"
 
+    @property
+    def durable(self) -> bool:
+        """Whether the graph's checkpoints outlive this process (a checkpointer of the user's
+        that is not in memory, e.g. ``AsyncPostgresSaver``): its questions then carry a
+        checkpoint, and a task waiting for an answer survives the loss of its worker."""
+        if self.make_checkpointer is not None:
+            return True  # made on first use: a saver that must be made on the loop (a database's)
+        saver = getattr(self.graph, "checkpointer", None)
+        return (
+            self.keeps_conversation
+            and isinstance(saver, BaseCheckpointSaver)
+            and not isinstance(saver, InMemorySaver)
+        )
+
     async def __call__(self, task: AgentInput) -> AsyncGenerator[Event, Any]:
         recursion, limit = self._settings()
         await self._ensure_checkpointer()
-        message = _to_langchain(task.message)
-        inputs: Any
-        if self.keeps_conversation:
+        stream = _TaskStream(limit)
+        inputs: Any = None
+        answered: list[str] = []
+        if task.resume is not None:
+            thread, answered = await self._resume_point(task, stream)
+        elif self.keeps_conversation:
             thread, carried = await self.conversation_thread(task.context_id or task.task_id)
-            inputs = {self.messages_key: [*carried, message]}
+            inputs = {self.messages_key: [*carried, _to_langchain(task.message)]}
         else:
             thread = f"a2a-task:{task.task_id}"
-            inputs = {self.messages_key: [*map(_to_langchain, task.history), message]}
+            inputs = {
+                self.messages_key: [
+                    *map(_to_langchain, task.history),
+                    _to_langchain(task.message),
+                ]
+            }
         configurable = {"thread_id": thread}
-        stream = _TaskStream(limit)
+        durable = self.durable
         try:
             while True:
-                async with contextlib.aclosing(
-                    self._run(inputs, configurable, recursion, stream)
-                ) as events:
-                    async for event in events:
-                        yield event
+                if inputs is not None:
+                    async with contextlib.aclosing(
+                        self._run(inputs, configurable, recursion, stream)
+                    ) as events:
+                        async for event in events:
+                            yield event
                 interrupts = await self._pending_interrupts(configurable, stream)
                 if not interrupts:
                     break
-                answers: list[str] = []
-                for interrupt in interrupts:
-                    answer: UserAnswer = yield input_request(interrupt)
+                answers, answered = answered, []
+                for interrupt in interrupts[len(answers) :]:
+                    request = input_request(interrupt)
+                    if durable:
+                        # Enough to go on from here in another process (see _resume_point).
+                        checkpoint = {"thread": thread, "answers": list(answers)}
+                        request = dataclasses.replace(request, checkpoint=checkpoint)
+                    answer: UserAnswer = yield request
                     answers.append(answer.text)
                 # One interrupt takes the answer itself; several (parallel branches) a map by id.
                 inputs = Command(
@@ -448,6 +477,32 @@ class LangGraphAgent:
             text=message_text(answer_message) if answer_message is not None else None,
             data=[_structured(structured)] if structured is not None else (),
         )
+
+    async def _resume_point(self, task: AgentInput, stream: _TaskStream) -> tuple[str, list[str]]:
+        """Where a resumed task goes on: the checkpoint's thread and the answers so far (the new
+        one last). Tool calls the interrupted run left open are this run's to report."""
+        assert task.resume is not None
+        checkpoint = task.resume.checkpoint if isinstance(task.resume.checkpoint, dict) else {}
+        thread = checkpoint.get("thread")
+        if not isinstance(thread, str) or not thread:
+            raise AgentError("the task cannot be resumed: its checkpoint names no graph thread")
+        earlier = checkpoint.get("answers")
+        answers = [str(a) for a in earlier] if isinstance(earlier, list) else []
+        state = await self.graph.aget_state({"configurable": {"thread_id": thread}})
+        if not state.interrupts:
+            raise AgentError(
+                f"the task cannot be resumed: graph thread {thread!r} is not waiting for an answer"
+            )
+        messages = state.values.get(self.messages_key) or []
+        answered_ids = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+        for message in messages:
+            if isinstance(message, AIMessage):
+                stream.started.update(
+                    str(call["id"])
+                    for call in message.tool_calls
+                    if call.get("id") and call["id"] not in answered_ids
+                )
+        return thread, [*answers, task.resume.answer.text]
 
     async def _pending_interrupts(
         self, configurable: dict[str, Any], stream: _TaskStream

@@ -27,9 +27,9 @@ import os
 import socket
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 from pydantic import ValidationError
 
@@ -47,6 +47,7 @@ from a2a_toolcall.bus import (
     Envelope,
     Subscription,
     TaskPublisher,
+    first_seq,
     group_name,
 )
 from a2a_toolcall.contract import (
@@ -57,6 +58,7 @@ from a2a_toolcall.contract import (
     ToolCallStarted,
     frame_from_wire,
 )
+from a2a_toolcall.lifecycle import log_transition
 from a2a_toolcall.protocol.models import Message, Part
 from a2a_toolcall.runtime.events import (
     Agent,
@@ -67,9 +69,11 @@ from a2a_toolcall.runtime.events import (
     InputRequest,
     Progress,
     Reply,
+    Resume,
     ToolCall,
     ToolResult,
     UserAnswer,
+    is_retry_safe,
 )
 from a2a_toolcall.runtime.limits import bound, jsonable
 from a2a_toolcall.runtime.narration import Humanizer, humanize
@@ -94,7 +98,7 @@ CANCELLED: Final = CANCELLED_ERROR
 SERVE_RETRY_DELAY: Final = 1.0
 """Seconds the runtime waits after the bus failed to hand it work, before it asks again."""
 
-StopKind = Literal["cancel", "timeout", "shutdown"]
+StopKind = Literal["cancel", "timeout", "shutdown", "park"]
 Frame = ToolCallStarted | ToolCallCompleted | ToolCallFailed
 
 
@@ -106,10 +110,16 @@ def build_request(
     context_id: str | None = None,
     history: Sequence[Message] = (),
     metadata: Mapping[str, Any] | None = None,
+    attempt: int = 1,
+    resume: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The work request the server sends for a task (msgpack-safe)."""
+    """The work request the server sends for a task (msgpack-safe).
+
+    ``attempt``: which run of the task (a retry or a resume is a new one, claimed anew);
+    ``resume``: for a task resumed from its checkpoint, ``{"checkpoint", "question", "text",
+    "parts", "message"}`` (the answer as the user sent it)."""
     group_name(TOPIC_RESPONSE, cid)  # fail early on a task id the bus cannot carry
-    return {
+    request: dict[str, Any] = {
         "cid": cid,
         "agent": agent,
         "contextId": context_id,
@@ -117,12 +127,35 @@ def build_request(
         "history": [m.to_wire() for m in history],
         "metadata": dict(metadata or {}),
     }
+    if attempt != 1:
+        request["attempt"] = attempt
+    if resume is not None:
+        request["resume"] = dict(resume)
+    return request
 
 
 def _jsonable(value: Any) -> Any:
     # Tool args and results reach the wire as JSON: tuples become lists, datetimes ISO text,
     # anything else unknown its str().
     return jsonable(value)
+
+
+class Claims(Protocol):
+    """Where a runtime claims its tasks and keeps them (the task store's
+    :class:`~a2a_toolcall.store.StoreClaims`): what makes each task run once, never after a
+    cancel, and lets other processes see when its runtime is gone."""
+
+    async def claim(self, cid: str, runtime_id: str, attempt: int) -> bool:
+        """Take task ``cid`` for run ``attempt``: True for exactly one runtime."""
+        ...
+
+    async def renew(self, runtime_id: str, ids: Sequence[str]) -> set[str]:
+        """Renew the leases on ``ids``; the ids still held."""
+        ...
+
+    async def waiting(self, limit: int) -> list[dict[str, Any]]:
+        """Work requests of up to ``limit`` tasks waiting for a runtime."""
+        ...
 
 
 class _Stopped(Exception):
@@ -150,7 +183,9 @@ class _TaskRun:
         self.cid = cid
         self.agent = agent
         self.task = task
-        self.publisher: TaskPublisher = runtime.bus.publisher(cid)
+        self.publisher: TaskPublisher = runtime.bus.publisher(
+            cid, first_seq=first_seq(task.attempt)
+        )
         self.open_calls: dict[str, str] = {}  # toolCallId -> name
         self.questions: dict[str, asyncio.Future[UserAnswer]] = {}
         self.stop: _Stopped | None = None
@@ -158,6 +193,7 @@ class _TaskRun:
         self.responded = False
         self.finished = asyncio.Event()  # a consumer confirmed it has every envelope
         self.resends: set[asyncio.Task[Any]] = set()
+        self.asking: InputRequest | None = None
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -167,7 +203,18 @@ class _TaskRun:
         watcher: asyncio.Task[None] | None = None
         try:
             # Subscribed first: a cancel or a resend request sent after this line is heard.
-            await self.publisher.publish(TOPIC_PROGRESS, {"text": THINKING})
+            await self.publisher.publish(
+                TOPIC_PROGRESS,
+                {
+                    "text": THINKING,
+                    # Who runs it, for the recorder (its lifecycle log, a retry's decision).
+                    "runtime": {
+                        "id": self.runtime.runtime_id,
+                        "attempt": self.task.attempt,
+                        "retrySafe": is_retry_safe(self.agent),
+                    },
+                },
+            )
             self.driver = asyncio.ensure_future(self._drive())
             watcher = asyncio.ensure_future(self._watch(control))
             try:
@@ -216,10 +263,19 @@ class _TaskRun:
     def _stopped_response(stop: _Stopped) -> dict[str, Any]:
         if stop.kind == "cancel":
             return {"status": "canceled", "reason": stop.reason}
+        if stop.kind == "park":
+            return {"status": "parked", "reason": stop.reason}
         return {"status": "failed", "error": stop.reason}
 
+    @property
+    def parkable(self) -> bool:
+        """Waiting for the user's answer to a question that came with a checkpoint: the task
+        can be left to resume elsewhere rather than waited for or failed."""
+        return self.asking is not None and self.asking.checkpoint is not None
+
     async def _close_open_calls(self, response: dict[str, Any]) -> None:
-        if not self.open_calls:
+        if not self.open_calls or response["status"] == "parked":
+            # Parked: a call open across the question (a tool that asked) goes on with the resume.
             return
         if response["status"] == "canceled":
             error = CANCELLED
@@ -398,10 +454,14 @@ class _TaskRun:
         payload: dict[str, Any] = {"requestId": request_id, "question": request.question}
         if request.meta:
             payload["meta"] = _jsonable(request.meta)
+        if request.checkpoint is not None:
+            payload["checkpoint"] = _jsonable(request.checkpoint)
         try:
             await self.publisher.publish(TOPIC_INPUT_REQUEST, payload)
+            self.asking = request
             return await future
         finally:
+            self.asking = None
             del self.questions[request_id]
 
     # --- publishing -------------------------------------------------------------------------
@@ -530,7 +590,7 @@ class Runtime:
         concurrency: int | None = None,
         humanizer: Humanizer | None = None,
         retain: float | None = None,
-        claim: Callable[[str, str], Awaitable[bool]] | None = None,
+        claims: Claims | None = None,
     ) -> None:
         from a2a_toolcall.conf import get_setting
         from a2a_toolcall.runtime.narration import get_humanizer
@@ -548,19 +608,68 @@ class Runtime:
         self.value_limit = int(get_setting("FRAME_VALUE_LIMIT"))
         self._runs: dict[str, _TaskRun] = {}
         self._lingering: set[asyncio.Task[None]] = set()
+        self._lingering_ids: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._serving: asyncio.Task[None] | None = None
         self.runtime_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         """This runtime, as its claims name it."""
-        self._claim = claim
+        self._claims = claims
+        self.held: set[str] = set()
+        """Tasks claimed in the task store and not yet ended here: their leases are renewed."""
+        self._slots: asyncio.Semaphore | None = None
 
-    async def claim(self, cid: str) -> bool:
-        """Claim task ``cid`` before running it: with the ``claim`` hook (the task store's atomic
-        claim, which a cancel before pickup wins), else the bus's claim against duplicate
-        deliveries."""
-        if self._claim is not None:
-            return await self._claim(cid, self.runtime_id)
-        return await self.bus.claim(cid)
+    @property
+    def uses_store(self) -> bool:
+        """Whether tasks are claimed in the task store (with leases), not only on the bus."""
+        return self._claims is not None
+
+    async def claim(self, cid: str, attempt: int = 1) -> bool:
+        """Claim task ``cid`` (run ``attempt``) before running it: with ``claims`` (the task
+        store's atomic claim, which a cancel before pickup wins, and the first lease), else the
+        bus's claim against duplicate deliveries."""
+        if self._claims is None:
+            return await self.bus.claim(cid)
+        if not await self._claims.claim(cid, self.runtime_id, attempt):
+            return False
+        self.held.add(cid)
+        log_transition(cid, "claimed", runtime_id=self.runtime_id, attempt=attempt)
+        return True
+
+    async def renew_leases(self) -> None:
+        """Renew the leases of the tasks held here; stop any this runtime no longer holds (it
+        was ended, or taken over, elsewhere: it must not run on)."""
+        if not self.held or self._claims is None:
+            return
+        held = set(self.held)
+        kept = await self._claims.renew(self.runtime_id, sorted(held))
+        for cid in held - kept:
+            self.held.discard(cid)
+            run = self._runs.get(cid)
+            if run is not None:
+                logger.warning(
+                    "task %s: no longer held by this runtime (ended or taken over elsewhere); "
+                    "stopping it",
+                    cid,
+                    extra={"task_id": cid},
+                )
+                run.request_stop("shutdown", "the task was taken from this runtime")
+
+    async def pick_up_waiting(self) -> int:
+        """Claim and start tasks waiting in the task store for a runtime (their wake-up on the
+        bus was lost, or came before this runtime started), as many as there are free slots;
+        how many were started."""
+        if self._claims is None or not self.is_serving or self._slots is None:
+            return 0
+        free = self.concurrency - len(self._tasks)
+        if free <= 0:
+            return 0
+        started = 0
+        for request in await self._claims.waiting(free):
+            if not await self.claim(request["cid"], _attempt(request)):
+                continue
+            self._spawn(request, slots=self._slots, acquired=False)
+            started += 1
+        return started
 
     # --- one task ---------------------------------------------------------------------------
 
@@ -575,21 +684,31 @@ class Runtime:
             logger.error("dropping a work request with an unusable task id: %.200r", request)
             return None
         try:
+            return await self._run(cid, request)
+        finally:
+            if cid not in self._lingering_ids:
+                self.held.discard(cid)
+
+    async def _run(self, cid: str, request: Mapping[str, Any]) -> dict[str, Any] | None:
+        attempt = _attempt(request)
+        try:
             task = AgentInput(
                 task_id=cid,
                 context_id=request.get("contextId"),
                 message=Message.model_validate(request.get("message")),
                 history=tuple(Message.model_validate(m) for m in request.get("history") or ()),
                 metadata=dict(request.get("metadata") or {}),
+                resume=_resume(request.get("resume")),
+                attempt=attempt,
             )
         except (ValidationError, TypeError, ValueError) as exc:
-            return await self._reject(cid, f"the work request is invalid: {exc}")
+            return await self._reject(cid, f"the work request is invalid: {exc}", attempt)
         name = request.get("agent") or self.default_agent
         agent = self.agents.get(name) if isinstance(name, str) else None
         if agent is None:
             known = ", ".join(sorted(self.agents)) or "none"
             return await self._reject(
-                cid, f"no agent named {name!r} is registered (registered: {known})"
+                cid, f"no agent named {name!r} is registered (registered: {known})", attempt
             )
         run = _TaskRun(self, cid, agent, task)
         self._runs[cid] = run
@@ -599,19 +718,25 @@ class Runtime:
             self._runs.pop(cid, None)
 
     def _linger(self, run: _TaskRun, control: Subscription, watcher: asyncio.Task[None]) -> None:
+        # Until the consumer has every envelope the task stays held (its lease renewed): the
+        # runtime is still what the task's recording depends on.
+        self._lingering_ids.add(run.cid)
+
         async def linger() -> None:
             try:
                 await run.linger(self.retain)
             finally:
+                self._lingering_ids.discard(run.cid)
+                self.held.discard(run.cid)
                 await run._release(control, watcher)
 
         task = asyncio.ensure_future(linger())
         self._lingering.add(task)
         task.add_done_callback(self._lingering.discard)
 
-    async def _reject(self, cid: str, error: str) -> dict[str, Any]:
+    async def _reject(self, cid: str, error: str, attempt: int = 1) -> dict[str, Any]:
         response = {"status": "failed", "error": error}
-        publisher = self.bus.publisher(cid)
+        publisher = self.bus.publisher(cid, first_seq=first_seq(attempt))
         await publisher.publish(TOPIC_RESPONSE, response)
         await publisher.flush()
         return response
@@ -620,14 +745,19 @@ class Runtime:
 
     async def serve(self) -> None:
         """Take work requests until cancelled, at most ``concurrency`` tasks at once."""
-        slots = asyncio.Semaphore(self.concurrency)
+        slots = self._slots = asyncio.Semaphore(self.concurrency)
+        if self._claims is not None:
+            try:
+                await self.pick_up_waiting()
+            except Exception:
+                logger.exception("could not look for tasks waiting in the task store")
         while True:
             await slots.acquire()
             cid: Any = None
             try:
                 request = await self.bus.receive_request()
                 cid = request.get("cid")
-                if isinstance(cid, str) and not await self.claim(cid):
+                if isinstance(cid, str) and not await self.claim(cid, _attempt(request)):
                     logger.info(
                         "task %s: not claimed (canceled before pickup, or taken by another "
                         "runtime); not run here",
@@ -649,14 +779,26 @@ class Runtime:
             except BaseException:
                 slots.release()
                 raise
-            task = asyncio.ensure_future(self._run_logged(request))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(request, slots=slots, acquired=True)
+
+    def _spawn(
+        self, request: Mapping[str, Any], *, slots: asyncio.Semaphore, acquired: bool
+    ) -> None:
+        task = asyncio.ensure_future(self._run_logged(request, None if acquired else slots))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if acquired:
             task.add_done_callback(lambda _: slots.release())
 
-    async def _run_logged(self, request: Mapping[str, Any]) -> None:
+    async def _run_logged(
+        self, request: Mapping[str, Any], slots: asyncio.Semaphore | None = None
+    ) -> None:
         try:
-            await self.run(request)
+            if slots is not None:
+                async with slots:
+                    await self.run(request)
+            else:
+                await self.run(request)
         except Exception:
             logger.exception("task %s: the runtime failed", request.get("cid"))
 
@@ -684,26 +826,55 @@ class Runtime:
                 await self._serving
 
     async def drain(self, timeout: float) -> list[str]:
-        """Wait up to ``timeout`` seconds for the running tasks to end; the ids of those still
-        running."""
-        if self._tasks and timeout > 0:
-            await asyncio.wait(set(self._tasks), timeout=timeout)
-        return self.running_tasks
+        """Wait up to ``timeout`` seconds for the running tasks to end (a task waiting for an
+        answer with a checkpoint is not waited for: it is parked at shutdown); the ids of those
+        still running."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._tasks and loop.time() < deadline:
+            if self._runs and all(run.parkable for run in self._runs.values()):
+                break
+            await asyncio.wait(set(self._tasks), timeout=min(0.2, deadline - loop.time()))
+        return [cid for cid, run in self._runs.items() if not run.parkable]
 
     async def shutdown(self, reason: str = "the agent runtime is shutting down") -> None:
-        """Stop taking work, fail the running tasks with ``reason``, wait for their responses."""
+        """Stop taking work, fail the running tasks with ``reason`` (park those waiting for an
+        answer with a checkpoint: they resume elsewhere), wait for their responses."""
         if self._serving is not None:
             self._serving.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._serving
         for run in list(self._runs.values()):
-            run.request_stop("shutdown", reason)
+            run.request_stop("park" if run.parkable else "shutdown", reason)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         for task in list(self._lingering):
             task.cancel()
         if self._lingering:
             await asyncio.gather(*self._lingering, return_exceptions=True)
+
+
+def _attempt(request: Mapping[str, Any]) -> int:
+    attempt = request.get("attempt", 1)
+    return (
+        attempt if isinstance(attempt, int) and not isinstance(attempt, bool) and attempt > 0 else 1
+    )
+
+
+def _resume(raw: Any) -> Resume | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ValueError("resume must be an object")
+    message = raw.get("message")
+    answer = UserAnswer(
+        text=str(raw.get("text") or ""),
+        parts=tuple(Part.model_validate(p) for p in raw.get("parts") or () if isinstance(p, dict)),
+        message=Message.model_validate(message) if isinstance(message, dict) else None,
+    )
+    return Resume(
+        answer=answer, checkpoint=raw.get("checkpoint"), question=str(raw.get("question") or "")
+    )
 
 
 _IN_PROCESS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Runtime] = (
@@ -724,7 +895,7 @@ def runs_in_process() -> bool:
 
 
 def ensure_in_process_runtime(
-    claim: Callable[[str, str], Awaitable[bool]] | None = None,
+    claims: Claims | None = None,
 ) -> Runtime | None:
     """Start the in-process runtime on this event loop if it should run here and is not running.
 
@@ -736,6 +907,6 @@ def ensure_in_process_runtime(
     loop = asyncio.get_running_loop()
     runtime = _IN_PROCESS.get(loop)
     if runtime is None:
-        runtime = _IN_PROCESS[loop] = Runtime(claim=claim)
+        runtime = _IN_PROCESS[loop] = Runtime(claims=claims)
     runtime.start()
     return runtime

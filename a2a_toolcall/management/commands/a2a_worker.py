@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from a2a_toolcall import store
 from a2a_toolcall.bus import Bus
 from a2a_toolcall.conf import get_setting
+from a2a_toolcall.leases import ensure_keeper
 from a2a_toolcall.runtime import Runtime
 
 SHUTDOWN_REASON = "the worker is shutting down"
@@ -65,7 +66,7 @@ class Command(BaseCommand):
 
     async def _serve(self, bus: Bus, concurrency: int | None, grace: float) -> None:
         # Tasks are claimed in the task store: a task canceled before pickup is never started.
-        runtime = Runtime(bus=bus, concurrency=concurrency, claim=store.claim_task)
+        runtime = Runtime(bus=bus, concurrency=concurrency, claims=store.StoreClaims())
         if not runtime.agents:
             raise CommandError("no agent is registered: set A2A_TOOLCALL['AGENTS']")
         stop = asyncio.Event()
@@ -73,6 +74,8 @@ class Command(BaseCommand):
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         serving = runtime.start()
+        # Renews the leases of what this worker runs, reaps expired ones, picks up waiting work.
+        ensure_keeper().add_runtime(runtime)
         self.stdout.write(
             f"a2a_worker ready (pid {os.getpid()}): agents {', '.join(sorted(runtime.agents))}; "
             f"up to {runtime.concurrency} tasks at once",
@@ -101,7 +104,10 @@ class Command(BaseCommand):
             draining.cancel()
             interrupted.cancel()
         running = runtime.running_tasks
-        self.stdout.write(f"a2a_worker stopping; failing {len(running)} running task(s)")
+        self.stdout.write(
+            f"a2a_worker stopping; ending {len(running)} running task(s) (failed, or parked "
+            "to resume elsewhere if waiting for an answer with a checkpoint)"
+        )
         self.stdout.flush()
         await runtime.shutdown(SHUTDOWN_REASON)
         self.stdout.write("a2a_worker stopped")
