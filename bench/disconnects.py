@@ -28,14 +28,16 @@ from tests.live import LiveServer, live_server
 from tests.test_disconnects import drop_points, open_and_drop
 
 
-def task_states(server: LiveServer, prefix: str) -> dict[str, str]:
-    """The state of every task whose context starts with ``prefix``, by context id."""
+def task_states(server: LiveServer, prefix: str) -> dict[str, tuple[str, str]]:
+    """The state and status text of every task whose context starts with ``prefix``, by
+    context id."""
     out = server.manage(
         "shell",
         "-c",
         "from a2a_toolcall.models import Task;"
-        f"print(repr(dict(Task.objects.filter(context_id__startswith='{prefix}')"
-        ".values_list('context_id', 'state'))))",
+        f"rows = Task.objects.filter(context_id__startswith='{prefix}');"
+        "print(repr({t.context_id: (t.state, ' '.join(p.get('text', '') for p in "
+        "((t.status or {}).get('message') or {}).get('parts', []))) for t in rows}))",
     )
     return ast.literal_eval(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -79,20 +81,26 @@ def main() -> int:
         deadline = time.monotonic() + args.wait
         while True:
             states = task_states(server, prefix)
-            unfinished = [s for s in states.values() if not s.endswith(("COMPLETED", "FAILED"))]
+            unfinished = [
+                s for s, _ in states.values() if not s.endswith(("COMPLETED", "FAILED"))
+            ]
             if not unfinished or time.monotonic() > deadline:
                 break
             time.sleep(1)
     by_point: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    reasons: collections.Counter[str] = collections.Counter()
     for context_id, point in contexts.items():
-        state = states.get(context_id)
+        found = states.get(context_id)
         by_point[point]["sent"] += 1
-        if state is None:
+        if found is None:
             by_point[point]["not accepted"] += 1
-        else:
-            by_point[point]["accepted"] += 1
-            short = state.removeprefix("TASK_STATE_").lower()
-            by_point[point][short if short in ("completed", "failed") else "lost"] += 1
+            continue
+        state, text = found
+        by_point[point]["accepted"] += 1
+        short = state.removeprefix("TASK_STATE_").lower()
+        by_point[point][short if short in ("completed", "failed") else "lost"] += 1
+        if short != "completed":
+            reasons[f"{short}: {text}"] += 1
     print(f"dropped {len(contexts)} streams in {dropped_in:.1f} s\n")
     print("| byte | where | sent | accepted | completed | failed | lost |")
     print("|--:|---|--:|--:|--:|--:|--:|")
@@ -109,6 +117,8 @@ def main() -> int:
         f"| all | | {total['sent']} | {total['accepted']} | {total['completed']} | "
         f"{total['failed']} | {total['lost']} |"
     )
+    for reason, count in reasons.most_common():
+        print(f"\n{count} x {reason}")
     return 1 if total["lost"] else 0
 
 
