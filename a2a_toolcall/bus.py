@@ -666,6 +666,15 @@ class Subscription:
         self._pending: asyncio.Task[dict[str, Any]] | None = None
         self._batched: collections.deque[Envelope] = collections.deque()
         self._closed = False
+        self._woken = False
+
+    async def wake(self) -> None:
+        """Make a :meth:`get` that is waiting (or the next one) return None now: its caller
+        has something else to look at."""
+        if self._closed or self.channel is None:
+            return
+        self._woken = True
+        await self.layer.send(self.channel, {"type": _WAKEUP_TYPE})
 
     async def __aenter__(self) -> Subscription:
         async with _operation_slot(self.layer):
@@ -765,6 +774,9 @@ class Subscription:
                 message = task.result()
             kind = message.get("type")
             if kind == _WAKEUP_TYPE:
+                if self._woken:
+                    self._woken = False
+                    return None
                 continue
             try:
                 if kind == BATCH_TYPE:
@@ -869,10 +881,11 @@ class TaskStream:
         self._heard_anything = False
         self._expired: str | None = None
 
-    def expire(self, reason: str) -> None:
+    async def expire(self, reason: str) -> None:
         """The runtime is known to be gone (its lease expired): :meth:`get` raises
-        :class:`RuntimeLost` with ``reason`` within ``probe_after`` seconds."""
+        :class:`RuntimeLost` with ``reason`` at once."""
         self._expired = reason
+        await self._subscription.wake()
 
     def restart(self, first_seq: int, first_wait: float) -> None:
         """Expect a new run of the task (another runtime, numbering from ``first_seq``):

@@ -103,7 +103,7 @@ class Keeper:
             recorder = recorder_for(expired.task_id)
             if recorder is not None:
                 if expired.runtime_expired:
-                    recorder.lease_expired()
+                    await recorder.lease_expired()
                     acted += 1
                 continue
             if expired.recorder_expired and await settle_abandoned(expired):

@@ -358,13 +358,13 @@ class Recorder:
                     at=end,
                 )
 
-    def lease_expired(self) -> None:
+    async def lease_expired(self) -> None:
         """The lease of the runtime running this task expired (the keeper found it): the task is
         parked, run again or failed, as :meth:`_runtime_lost` decides."""
         if self.state.is_terminal or self._lease_lost:
             return
         self._lease_lost = True
-        self.stream.expire("its lease expired")
+        await self.stream.expire("its lease expired")
 
     # --- events ----------------------------------------------------------------------------
 
