@@ -5,6 +5,11 @@ The audit record is read-only for everyone: the recorder alone writes it. Viewin
 permission (``a2a_toolcall.view_task`` / ``view_toolcall``), and shows a user only the tasks it
 owns unless it is a superuser or holds ``a2a_toolcall.view_all_tasks`` (docs/security.md).
 API keys are minted here and shown once; only their digest is kept.
+
+What agents said (tool names, args, results, errors, narration, answers, file URLs) is hostile
+input: the templates show it as text (Django's autoescaping, ``format_html``), a file URL is a
+link only when it is http(s) (:func:`a2a_toolcall.untrusted.is_web_url`), and every view answers
+under :data:`a2a_toolcall.csp.ADMIN_POLICY`.
 """
 
 from __future__ import annotations
@@ -45,8 +50,10 @@ from django.utils.text import Truncator
 
 from a2a_toolcall.apikeys import KEY_PREFIX, mint_api_key
 from a2a_toolcall.conf import get_setting
+from a2a_toolcall.csp import ADMIN_POLICY, Policy, apply_policy
 from a2a_toolcall.models import ApiKey, Task, TaskEvent, ToolCall
 from a2a_toolcall.protocol.models import TaskState
+from a2a_toolcall.untrusted import is_web_url
 
 STATE_COLOURS = {
     TaskState.COMPLETED.value: "#2e7d32",
@@ -91,7 +98,42 @@ def _outcome_label(call: ToolCall) -> str:
     return "cancelled" if call.is_cancelled else call.get_status_display()
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class PolicyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Every view (list, add, change, history, delete) answers under
+    ``content_security_policy`` (:func:`a2a_toolcall.csp.apply_policy`: not over the site's)."""
+
+    content_security_policy: ClassVar[Policy | None] = ADMIN_POLICY
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        response = super().changelist_view(request, extra_context)
+        return apply_policy(response, self.content_security_policy)
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        response = super().changeform_view(request, object_id, form_url, extra_context)
+        return apply_policy(response, self.content_security_policy)
+
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        response = super().history_view(request, object_id, extra_context)
+        return apply_policy(response, self.content_security_policy)
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        response = super().delete_view(request, object_id, extra_context)
+        return apply_policy(response, self.content_security_policy)
+
+
+class ReadOnlyAdmin(PolicyAdmin):
     """No add, change or delete: audit rows are never edited by hand."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -397,12 +439,40 @@ class TaskAdmin(ReadOnlyAdmin):
         }
 
 
-def _answer_parts(task: Task) -> list[str]:
-    """The answer: the artifacts' parts, else the agent's direct reply (text, or data as JSON)."""
+@dataclass(frozen=True)
+class _AnswerPart:
+    """One part of a task's answer as the page shows it: text, or a file (name and URL).
+
+    ``is_link``: the URL is http(s), so the page links it; any other (``javascript:``,
+    ``data:``, relative...) is shown as text.
+    """
+
+    text: str = ""
+    url: str = ""
+    filename: str = ""
+    is_link: bool = False
+
+
+def _answer_part(part: Any) -> _AnswerPart:
+    if not isinstance(part, dict):
+        return _AnswerPart(text=_pretty(part))
+    filename = str(part.get("filename") or "")
+    if isinstance(part.get("url"), str):
+        url = part["url"]
+        return _AnswerPart(url=url, filename=filename, is_link=is_web_url(url))
+    if "raw" in part:
+        return _AnswerPart(text=f"(a file{f': {filename}' if filename else ''})")
+    text = part.get("text")
+    return _AnswerPart(text=text if isinstance(text, str) and text else _pretty(part.get("data")))
+
+
+def _answer_parts(task: Task) -> list[_AnswerPart]:
+    """The answer: the artifacts' parts, else the agent's direct reply (text, data as JSON,
+    files)."""
     parts = [part for artifact in task.artifacts for part in artifact.get("parts", [])]
     if not parts and task.reply_message:
         parts = task.reply_message.get("parts") or []
-    return [part.get("text") or _pretty(part.get("data")) for part in parts]
+    return [_answer_part(part) for part in parts]
 
 
 def _answer_note(task: Task) -> str:
@@ -561,7 +631,7 @@ DISPLAYED_KEY = re.compile(rf"{KEY_PREFIX}([0-9a-f]+)(?:_.*)?", re.ASCII)
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ApiKeyAdmin(PolicyAdmin):
     """API keys: minted here (the key is shown once, on the page after "Save"), revoked with
     the "Revoke selected keys" action. Only a key's prefix is ever shown again, never its
     digest.

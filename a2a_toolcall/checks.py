@@ -494,6 +494,7 @@ def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
         ("RETAIN_AFTER_RESPONSE", (int, float), True),
         ("KEEPALIVE_INTERVAL", (int, float), False),
         ("FRAME_VALUE_LIMIT", (int,), False),
+        ("TEXT_VALUE_LIMIT", (int,), False),
         ("LANGGRAPH_RECURSION_LIMIT", (int,), False),
         ("MAX_REQUEST_BYTES", (int,), False),
         ("CANCEL_WAIT", (int, float), True),

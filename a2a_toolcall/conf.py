@@ -43,6 +43,9 @@ DEFAULTS: Final[dict[str, Any]] = {
     # Tool args and results longer than this (characters of JSON) are cut, with a marker
     # stating the full size, before they go on the wire.
     "FRAME_VALUE_LIMIT": 32_768,
+    # Narration lines, questions, answer text and error messages longer than this (characters)
+    # are cut with the same marker.
+    "TEXT_VALUE_LIMIT": 65_536,
     # LangGraph agents: the graph's recursion limit (steps per run).
     "LANGGRAPH_RECURSION_LIMIT": 25,
     "NARRATION_RULES": [],

@@ -1,7 +1,8 @@
 """The live timeline page: a browser client of this app's own A2A endpoint.
 
 The page is a template plus plain ES modules (``static/a2a_toolcall/``); everything it shows
-comes from the JSON-RPC endpoint, so any process serving the app serves the page too. See
+comes from the JSON-RPC endpoint, so any process serving the app serves the page too. It
+answers under a Content-Security-Policy (:data:`a2a_toolcall.csp.PAGE_POLICY`). See
 docs/browser.md.
 """
 
@@ -14,6 +15,7 @@ from django.http import HttpRequest, HttpResponseBase
 from django.views.generic import TemplateView
 
 from a2a_toolcall.conf import get_setting
+from a2a_toolcall.csp import PAGE_POLICY, Policy, apply_policy
 
 __all__ = ["SESSION_MARKER", "LiveView", "live"]
 
@@ -33,9 +35,14 @@ class LiveView(AccessMixin, TemplateView):
 
     Extend ``a2a_toolcall/live.html`` (blocks ``title``, ``heading``, ``intro``, ``widget``,
     ``footer``, ``extrahead``...) and serve it with ``LiveView.as_view(template_name=...)``.
+
+    The page answers under ``content_security_policy`` (no inline script or style), unless the
+    site sets a policy of its own; a template adding inline code gives
+    ``as_view(content_security_policy=...)`` a policy allowing it, or None.
     """
 
     template_name = "a2a_toolcall/live.html"
+    content_security_policy: Policy | None = PAGE_POLICY
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         user = getattr(request, "user", None)
@@ -47,7 +54,8 @@ class LiveView(AccessMixin, TemplateView):
                 # An empty session is never saved: without an entry the visitor would have no
                 # session key, and its tasks would belong to whoever holds their ids.
                 session.setdefault(SESSION_MARKER, 1)
-        return super().dispatch(request, *args, **kwargs)
+        response = super().dispatch(request, *args, **kwargs)
+        return apply_policy(response, self.content_security_policy)
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         """Add ``a2a_task_id``: the task to follow, or ""."""

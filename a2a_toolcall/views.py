@@ -288,14 +288,15 @@ async def jsonrpc_endpoint(request: HttpRequest) -> HttpResponseBase:
         return response
     dialect: jsonrpc.Dialect = "1.0"
     request_id: jsonrpc.RequestId = None
+    method: str | None = None
     try:
         dialect = _dialect(request)
         _content_type(request)
         body = _body(request)
         try:
             rpc = jsonrpc.parse_request(body)
-        except jsonrpc.InvalidRequestError:
-            request_id = _id_of(body)
+        except jsonrpc.A2AError as error:
+            request_id = error.request_id  # echoed when it was valid, else null
             raise
         request_id = rpc.id
         method = rpc.method
@@ -326,17 +327,9 @@ async def jsonrpc_endpoint(request: HttpRequest) -> HttpResponseBase:
     except jsonrpc.A2AError as error:
         return _error(request_id, error, dialect)
     except Exception:
-        logger.exception("A2A request failed")
+        # A fault of ours, not the client's: said once, with what identifies the request.
+        logger.exception("A2A request failed: id %r, method %r", request_id, method)
         return _error(request_id, jsonrpc.InternalError(), dialect)
-
-
-def _id_of(body: bytes) -> jsonrpc.RequestId:
-    import json
-
-    try:
-        return jsonrpc.request_id_of(json.loads(body))
-    except ValueError:
-        return None
 
 
 # --- methods ----------------------------------------------------------------------------------

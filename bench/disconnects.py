@@ -81,9 +81,7 @@ def main() -> int:
         deadline = time.monotonic() + args.wait
         while True:
             states = task_states(server, prefix)
-            unfinished = [
-                s for s, _ in states.values() if not s.endswith(("COMPLETED", "FAILED"))
-            ]
+            unfinished = [s for s, _ in states.values() if not s.endswith(("COMPLETED", "FAILED"))]
             if not unfinished or time.monotonic() > deadline:
                 break
             time.sleep(1)

@@ -168,3 +168,39 @@ async def resumable(task: AgentInput) -> AsyncGenerator[Event, Any]:
     result = yield ToolCall("forecast", {"city": "Oslo"}, run=forecast)
     city = yield InputRequest("Which city next?", checkpoint={"found": result.value})
     yield Reply(text=f"{result.value}; next: {city} (attempt {task.attempt})")
+
+
+class Unprintable:
+    """An object whose ``str()`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+UNSAFE_VALUES: dict[str, Any] = {
+    "nan": float("nan"),
+    "inf": float("inf"),
+    "-inf": float("-inf"),
+    "big": 2**70,
+    "huge": 10**5000,
+    "bytes": b"\x00\x01\x02",
+    "unprintable": Unprintable(),
+    "surrogate": "a\ud800b",
+}
+"""Values JSON cannot carry, as a model that read a hostile page might return them."""
+
+LONG_NARRATION = "n" * 5_000_000
+"""A 5 MB narration line."""
+
+
+async def unsafe(task: AgentInput) -> AsyncGenerator[Event, Any]:
+    """Hands out every value of :data:`UNSAFE_VALUES` as tool args, a tool result, narration
+    meta, a question's meta, an artifact's data and the reply's data; narrates 5 MB; replies
+    with text holding a lone surrogate. The task must complete."""
+    yield Progress(LONG_NARRATION, meta=dict(UNSAFE_VALUES))
+    result = yield ToolCall("echo_back", dict(UNSAFE_VALUES), run=lambda **kw: dict(kw))
+    yield ArtifactUpdate(
+        parts=[{"data": dict(UNSAFE_VALUES)}, {"url": 5}, {"text": "ok \ud800"}], name="odd"
+    )
+    answer = yield InputRequest("continue? \ud800", meta={"nan": float("nan")})
+    yield Reply(text=f"done {answer} \ud800", data=[result.value, UNSAFE_VALUES["huge"]])

@@ -132,6 +132,9 @@ A2A_TOOLCALL = {
         "retrying": "tests.agents.retrying",
         "resumable": "tests.agents.resumable",
         "durable_graph": "tests.durable_graph.durable_graph",
+        # Values JSON cannot carry and oversized text (tests/test_hostile_output.py).
+        "unsafe": "tests.agents.unsafe",
+        "hostile_render": "tests.agents_render.hostile_render",
     },
     "DEFAULT_AGENT": os.environ.get("A2A_TEST_AGENT", "demo"),
     "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),

@@ -358,7 +358,9 @@ def test_calls_cancelled_with_their_task_are_not_failures(viewer: Client) -> Non
     # The task's page: a neutral "cancelled" row, not a red failure.
     page = viewer.get(f"/admin/a2a_toolcall/task/{task.id}/change/").content.decode()
     assert "3 tool calls, 1 failed, 1 cancelled" in page
-    calls = dict(re.findall(r'class="a2a-row a2a-call a2a-(\w+)"[^>]*>\s*<div[^>]*>(\w+)', page))
+    calls = dict(
+        re.findall(r'class="a2a-row a2a-call a2a-(\w+)"[^>]*>\s*<div[^>]*><bdi>(\w+)', page)
+    )
     assert calls == {"completed": "calculator", "failed": "broken", "cancelled": "slow"}
     assert '<span class="a2a-status">cancelled</span>' in page
     # The tool-call list: "failed" means the tool failed.

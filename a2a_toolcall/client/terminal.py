@@ -11,6 +11,12 @@ result, as the server sent it, one per line, for scripts.
 Exit status: 0 completed (or a direct reply), 1 failed, canceled or rejected, 2 a usage,
 connection or protocol error, 3 the task waits for input and none could be read,
 130 interrupted (the task was canceled), 141 standard output was closed by its reader.
+
+What the agent says is hostile input: it is drawn as rich ``Text`` (never parsed as markup),
+with control characters and bidi overrides written as visible escapes
+(:func:`a2a_toolcall.untrusted.text_for_terminal`), and a file's URL is a terminal hyperlink
+only when it is http(s). ``--json`` lines keep their value, with the same characters as JSON
+escapes.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ from a2a_toolcall.client.events import (
 )
 from a2a_toolcall.contract import ToolInvocation, ToolState
 from a2a_toolcall.protocol.jsonrpc import A2AError
-from a2a_toolcall.protocol.models import TaskState
+from a2a_toolcall.protocol.models import Part, TaskState
+from a2a_toolcall.untrusted import is_web_url, json_for_terminal, text_for_terminal
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -49,6 +56,8 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "main",
+    "render_answer",
+    "render_question",
 ]
 
 EXIT_OK = 0
@@ -314,16 +323,12 @@ class Session:
             self.live = None
 
     async def ask(self, question: InputRequest) -> str | None:
-        text = question.question or "the agent needs input"
-        offered = " / ".join(question.choices)
         if self.console is not None:
-            from rich.text import Text  # plain Text: a question's brackets are not markup
-
-            self.console.print(Text.assemble(("?", "bold"), " ", text))
-            if offered:
-                self.console.print(Text(f"  ({offered})", style="dim"))
+            for line in render_question(question):
+                self.console.print(line)
             self.console.print("> ", end="")
         else:
+            text, offered = _question_words(question)
             suffix = f" ({offered})" if offered else ""
             print(f"? {text}{suffix}", file=sys.stderr, flush=True)
         line = await self.stdin.readline()
@@ -360,23 +365,22 @@ class Session:
 
     def print_json(self, event: ClientEvent) -> None:
         if event.raw is not None:
-            sys.stdout.write(json.dumps(event.raw, separators=(",", ":"), ensure_ascii=False))
+            line = json.dumps(event.raw, separators=(",", ":"), ensure_ascii=False)
+            sys.stdout.write(json_for_terminal(line))
             sys.stdout.write("\n")
             sys.stdout.flush()
         elif isinstance(event, Reconnecting):
             print(f"reconnecting ({event.attempt}): {event.reason}", file=sys.stderr, flush=True)
 
     def print_outcome(self) -> None:
-        state = self.state
-        answer = state.answer_text
-        if state.is_terminal or state.message is not None:
-            if answer:
-                self.console.print()
-                self.console.print(answer, markup=False)
-            if state.answer_data:
-                self.console.print_json(json.dumps(state.answer_data))
+        answer = render_answer(self.state)
+        if answer:
+            self.console.print()
+        for renderable in answer:
+            self.console.print(renderable)
 
     def say(self, text: str, *, err: bool = False) -> None:
+        text = text_for_terminal(text)  # it may name the task, or quote the server
         if self.console is not None and not err:
             self.console.print(text, markup=False)
         else:
@@ -385,7 +389,74 @@ class Session:
     def error(self, exc: BaseException) -> None:
         code = getattr(exc, "code", None)
         prefix = f"error {int(code)}" if isinstance(code, int) else "error"
-        print(f"{prefix}: {exc}", file=sys.stderr, flush=True)
+        print(f"{prefix}: {text_for_terminal(str(exc))}", file=sys.stderr, flush=True)
+
+
+def _question_words(question: InputRequest) -> tuple[str, str]:
+    """A question's text and its choices (joined by " / "), safe to print."""
+    text = text_for_terminal(question.question or "the agent needs input")
+    return text, " / ".join(text_for_terminal(choice) for choice in question.choices)
+
+
+def render_question(question: InputRequest) -> list[Any]:
+    """The lines asking ``question``: ``? <question>``, then the choices it offers, dimmed."""
+    from rich.text import Text  # plain Text: a question's brackets are not markup
+
+    text, offered = _question_words(question)
+    lines = [Text.assemble(("?", "bold"), " ", text)]
+    if offered:
+        lines.append(Text(f"  ({offered})", style="dim"))
+    return lines
+
+
+def _answer_files(state: RunState) -> list[Part]:
+    parts = [part for artifact in state.artifacts.values() for part in artifact.parts]
+    if state.message is not None:
+        parts += state.message.parts
+    return [part for part in parts if part.url is not None]
+
+
+def _file_line(part: Part) -> Any:
+    """``file <name> <url>``; the URL a terminal hyperlink (OSC 8) only when it is http(s)."""
+    from rich.style import Style
+    from rich.text import Text
+
+    url = part.url or ""
+    line = Text.assemble(("file", "bold"), " ")
+    if part.filename:
+        line.append(f"{text_for_terminal(part.filename, one_line=True)} ")
+    # is_web_url admits no control character: the URL goes into the escape sequence as it is.
+    shown = text_for_terminal(url, one_line=True)
+    line.append(shown, style=Style(link=url) if is_web_url(url) else None)
+    return line
+
+
+def _json_text(value: Any) -> Any:
+    """``value`` as indented, highlighted JSON (``console.print_json``'s look), safe to print."""
+    from rich.highlighter import JSONHighlighter
+    from rich.text import Text
+
+    text = JSONHighlighter()(
+        Text(json_for_terminal(json.dumps(value, indent=2, ensure_ascii=False)))
+    )
+    text.no_wrap = True
+    return text
+
+
+def render_answer(state: RunState) -> list[Any]:
+    """The answer, once the task has ended (or the agent replied directly), as rich
+    renderables: its text, a line per file, its data parts as JSON; empty before."""
+    from rich.text import Text
+
+    if not (state.is_terminal or state.message is not None):
+        return []
+    lines: list[Any] = []
+    if state.answer_text:
+        lines.append(Text(text_for_terminal(state.answer_text)))
+    lines += [_file_line(part) for part in _answer_files(state)]
+    if state.answer_data:
+        lines.append(_json_text(state.answer_data))
+    return lines
 
 
 def _state_word(state: TaskState | None) -> str:
@@ -396,8 +467,12 @@ def _state_word(state: TaskState | None) -> str:
 
 def _one_line(value: Any, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = text_for_terminal(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _name(call: ToolInvocation) -> str:
+    return text_for_terminal(call.name, one_line=True)
 
 
 def _seconds(value: float | None) -> str:
@@ -449,7 +524,7 @@ class TimelineView:
         header.add_column(width=2)
         header.add_column()
         running = not (state.is_over or self.stopped)
-        line = self.notice or state.narration or ("working" if running else "")
+        line = self.notice or text_for_terminal(state.narration) or ("working" if running else "")
         if running:
             header.add_row(self._main_spinner, self._narration(line, state.percent))
         elif state.is_terminal:
@@ -464,7 +539,7 @@ class TimelineView:
         calls: list[ToolInvocation] = [
             call for call in state.timeline if call.tool_call_id not in self.shown
         ]
-        width = max((len(call.name) for call in calls), default=0)
+        width = max((len(_name(call)) for call in calls), default=0)
         lines = [self._row(call, now, running, width) for call in calls]
         return Group(header, *lines)
 
@@ -518,7 +593,7 @@ class TimelineView:
         line = Text.assemble(
             icon,
             " ",
-            Text(call.name.ljust(width), style="bold"),
+            Text(_name(call).ljust(width), style="bold"),
             " ",
             Text(took.rjust(7), style="dim"),
             " ",

@@ -13,6 +13,8 @@ rule, so there ``data`` carries the metadata object (or is omitted).
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -25,6 +27,7 @@ __all__ = [
     "BAD_REQUEST_TYPE",
     "ERROR_INFO_TYPE",
     "JSONRPC_VERSION",
+    "MAX_JSON_DEPTH",
     "A2AError",
     "ContentTypeNotSupportedError",
     "ErrorCode",
@@ -132,6 +135,8 @@ class A2AError(Exception):
         self.violations = tuple(violations)
         self.headers: dict[str, str] = {}
         """HTTP headers for the response carrying it (``WWW-Authenticate``, ``Retry-After``)."""
+        self.request_id: RequestId = None
+        """The id of the request that caused it, when known and valid (for its response)."""
         super().__init__(self.message)
 
     def __repr__(self) -> str:
@@ -406,17 +411,44 @@ class JsonRpcRequest:
     has_id: bool = True
 
 
+MAX_JSON_DEPTH: Final = 64
+"""How deeply a request's JSON may nest (objects and arrays). An A2A request needs about ten
+levels; metadata may add some. Deeper requests are refused before they are parsed."""
+
+_TOKENS: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
 def parse_request(body: bytes | str | Any) -> JsonRpcRequest:
     """Parse a request body (bytes/str, or already-decoded JSON) into a request.
 
-    Raises :class:`JSONParseError` for invalid JSON and :class:`InvalidRequestError` for JSON
-    that is not a single JSON-RPC 2.0 request (A2A does not use batches). Params must be an
-    object (A2A methods take named params); a missing ``params`` is an empty object.
+    Raises :class:`JSONParseError` for a body that is not JSON (not UTF-8, a syntax error, NaN
+    or Infinity) and :class:`InvalidRequestError` for JSON that is not a single JSON-RPC 2.0
+    request (A2A does not use batches), nests deeper than :data:`MAX_JSON_DEPTH`, or whose id or
+    method is not valid (a number that is not finite, text with a lone surrogate). Strings with
+    lone surrogates or numbers that are not finite inside ``params`` are
+    :class:`InvalidParamsError`, naming where. Params must be an object (A2A methods take named
+    params); a missing ``params`` is an empty object. Every error carries the request's id when
+    it is valid (``error.request_id``), else None.
     """
     if isinstance(body, bytes | bytearray | str):
+        if isinstance(body, bytes | bytearray):
+            try:
+                text = bytes(body).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise JSONParseError(
+                    f"Invalid JSON payload: not UTF-8 (byte {exc.start}: {exc.reason})",
+                    metadata={"offset": exc.start},
+                ) from None
+        else:
+            text = body
+        _check_depth(text)
         try:
-            obj = json.loads(body, parse_constant=_reject_constant)
-        except (UnicodeDecodeError, ValueError) as exc:
+            obj = json.loads(text, parse_constant=_reject_constant)
+        except RecursionError:  # pragma: no cover - _check_depth stops these first
+            raise JSONParseError(
+                f"Invalid JSON payload: nested deeper than {MAX_JSON_DEPTH} levels"
+            ) from None
+        except ValueError as exc:
             raise JSONParseError(f"Invalid JSON payload: {exc}") from None
     else:
         obj = body
@@ -428,28 +460,90 @@ def parse_request(body: bytes | str | Any) -> JsonRpcRequest:
     request_id = obj.get("id")
     if "id" in obj and not _is_valid_id(request_id):
         raise InvalidRequestError(
-            "Request payload validation error: 'id' must be a string, a number or null"
+            "Request payload validation error: 'id' must be a string, a number or null "
+            "(finite, and text without lone surrogates)",
+            metadata={"field": "id"},
         )
-    if obj.get("jsonrpc") != JSONRPC_VERSION:
-        raise InvalidRequestError(
-            "Request payload validation error: 'jsonrpc' must be exactly \"2.0\"",
-            metadata={"field": "jsonrpc"},
-        )
-    method = obj.get("method")
-    if not isinstance(method, str) or not method:
-        raise InvalidRequestError(
-            "Request payload validation error: 'method' must be a non-empty string",
-            metadata={"field": "method"},
-        )
-    params = obj.get("params", {})
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        raise InvalidRequestError(
-            "Request payload validation error: 'params' must be an object",
-            metadata={"field": "params"},
-        )
+    try:
+        if obj.get("jsonrpc") != JSONRPC_VERSION:
+            raise InvalidRequestError(
+                "Request payload validation error: 'jsonrpc' must be exactly \"2.0\"",
+                metadata={"field": "jsonrpc"},
+            )
+        method = obj.get("method")
+        if not isinstance(method, str) or not method or not _valid_text(method):
+            raise InvalidRequestError(
+                "Request payload validation error: 'method' must be a non-empty string",
+                metadata={"field": "method"},
+            )
+        params = obj.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise InvalidRequestError(
+                "Request payload validation error: 'params' must be an object",
+                metadata={"field": "params"},
+            )
+        _check_values(params, "params")
+    except A2AError as error:
+        error.request_id = request_id
+        raise
     return JsonRpcRequest(method=method, params=params, id=request_id, has_id="id" in obj)
+
+
+def _check_depth(text: str) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_JSON_DEPTH`, without parsing it (Python's
+    parser recurses: 100,000 levels would exhaust its stack)."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return  # cannot be deeper than that: the common case, one pass in C
+    depth = 0
+    for token in _TOKENS.finditer(text):
+        char = token.group()
+        if char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise InvalidRequestError(
+                    f"Request payload validation error: JSON nested deeper than "
+                    f"{MAX_JSON_DEPTH} levels (at character {token.start()})",
+                    metadata={"offset": token.start(), "limit": MAX_JSON_DEPTH},
+                )
+        elif char in "]}":
+            depth -= 1
+
+
+def _valid_text(text: str) -> bool:
+    """No lone surrogates (JSON's \\ud800 escapes can make them; they are not Unicode text)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_values(value: Any, where: str) -> None:
+    """Every string (key or value) valid Unicode and every number finite, in ``value``; else
+    :class:`InvalidParamsError` naming the first place that is not."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not _valid_text(key):
+                    raise _bad_value(path, "a member name holds a lone surrogate (not Unicode)")
+                stack.append((child, f"{path}.{key}"))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+        elif isinstance(item, str):
+            if not _valid_text(item):
+                raise _bad_value(path, "holds a lone surrogate (not Unicode text)")
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise _bad_value(path, "is a number too large to represent")
+
+
+def _bad_value(path: str, problem: str) -> InvalidParamsError:
+    return InvalidParamsError(
+        f"Invalid parameters: {path} {problem}", violations=[FieldViolation(path, problem)]
+    )
 
 
 def _reject_constant(name: str) -> Any:
@@ -458,7 +552,15 @@ def _reject_constant(name: str) -> Any:
 
 
 def _is_valid_id(value: Any) -> bool:
-    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
+    if value is None:
+        return True
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, str):
+        return _valid_text(value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int)
 
 
 def request_id_of(body: Any) -> RequestId:

@@ -229,12 +229,30 @@ def _coerce_timestamp(value: Any) -> Any:
 
 
 def _check_timestamp(value: str) -> str:
-    if not _RFC3339.match(value):
-        raise ValueError("must be an RFC 3339 timestamp such as '2026-01-31T12:00:00.000Z'")
+    try:
+        if not _RFC3339.match(value):
+            raise ValueError(value)
+        # The calendar too (month 13 or second 99 match the pattern), and a UTC equivalent.
+        parse_timestamp(value).astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise ValueError(
+            "must be an RFC 3339 timestamp such as '2026-01-31T12:00:00.000Z'"
+        ) from None
     return value
 
 
 Timestamp = Annotated[str, BeforeValidator(_coerce_timestamp), AfterValidator(_check_timestamp)]
+
+
+def _reject_bool(value: Any) -> Any:
+    # proto3 JSON writes int32 as a number (or its decimal text); true is not one.
+    if isinstance(value, bool):
+        raise ValueError("must be an integer, not a boolean")
+    return value
+
+
+Int32 = Annotated[int, BeforeValidator(_reject_bool), Field(ge=-(2**31), le=2**31 - 1)]
+"""A proto3 ``int32``: a number (or its text) within 32 bits; booleans refused."""
 """A ``google.protobuf.Timestamp`` kept as its exact RFC 3339 text (a datetime is accepted too)."""
 
 
@@ -442,7 +460,7 @@ class SendMessageConfiguration(WireModel):
 
     accepted_output_modes: list[str] | None = None
     task_push_notification_config: TaskPushNotificationConfig | None = None
-    history_length: int | None = None
+    history_length: Int32 | None = None
     return_immediately: bool | None = None
 
 
@@ -460,7 +478,7 @@ class GetTaskRequest(WireModel):
 
     tenant: str | None = None
     id: str
-    history_length: int | None = None
+    history_length: Int32 | None = None
 
 
 class ListTasksRequest(WireModel):
@@ -469,9 +487,9 @@ class ListTasksRequest(WireModel):
     tenant: str | None = None
     context_id: str | None = None
     status: TaskState | None = None
-    page_size: int | None = None
+    page_size: Int32 | None = None
     page_token: str | None = None
-    history_length: int | None = None
+    history_length: Int32 | None = None
     status_timestamp_after: Timestamp | None = None
     include_artifacts: bool | None = None
 
@@ -521,7 +539,7 @@ class ListTaskPushNotificationConfigsRequest(WireModel):
 
     tenant: str | None = None
     task_id: str
-    page_size: int | None = None
+    page_size: Int32 | None = None
     page_token: str | None = None
 
 

@@ -75,7 +75,7 @@ from a2a_toolcall.runtime.events import (
     UserAnswer,
     is_retry_safe,
 )
-from a2a_toolcall.runtime.limits import bound, jsonable
+from a2a_toolcall.runtime.limits import bound, bound_text, jsonable
 from a2a_toolcall.runtime.narration import Humanizer, humanize
 
 __all__ = [
@@ -389,11 +389,13 @@ class _TaskRun:
         while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
             exc = exc.exceptions[0]  # a TaskGroup of tools wraps what went wrong
         if isinstance(exc, AgentError):
-            return {"status": "failed", "error": str(exc) or "the agent failed"}
+            return {"status": "failed", "error": self._text(str(exc) or "the agent failed")}
         if isinstance(exc, AgentRejected):
-            return {"status": "rejected", "reason": str(exc) or "the agent rejected the task"}
+            reason = str(exc) or "the agent rejected the task"
+            return {"status": "rejected", "reason": self._text(reason)}
         logger.exception("task %s: the agent raised", self.cid)
-        return {"status": "failed", "error": f"the agent failed: {type(exc).__name__}: {exc}"}
+        error = f"the agent failed: {type(exc).__name__}: {exc}"
+        return {"status": "failed", "error": self._text(error)}
 
     async def _handle(self, event: Any) -> Any:
         if isinstance(event, Reply):
@@ -436,11 +438,11 @@ class _TaskRun:
             return None
 
     def _reply(self, reply: Reply) -> dict[str, Any]:
-        parts = [p.to_wire() for p in reply.parts]
+        parts = [self._part(p) for p in reply.parts]
         parts += [Part(data=_jsonable(value)).to_wire() for value in reply.data]
         response: dict[str, Any] = {"status": "completed"}
         if reply.text is not None:
-            response["text"] = reply.text
+            response["text"] = self._text(reply.text)
         if parts:
             response["parts"] = parts
         if reply.as_message:
@@ -451,7 +453,10 @@ class _TaskRun:
         request_id = uuid.uuid4().hex
         future: asyncio.Future[UserAnswer] = asyncio.get_running_loop().create_future()
         self.questions[request_id] = future
-        payload: dict[str, Any] = {"requestId": request_id, "question": request.question}
+        payload: dict[str, Any] = {
+            "requestId": request_id,
+            "question": self._text(request.question),
+        }
         if request.meta:
             payload["meta"] = _jsonable(request.meta)
         if request.checkpoint is not None:
@@ -466,8 +471,34 @@ class _TaskRun:
 
     # --- publishing -------------------------------------------------------------------------
 
+    def _text(self, text: Any) -> str:
+        """Agent text (narration, a question, an answer, an error) as valid Unicode, capped at
+        ``TEXT_VALUE_LIMIT`` with the truncation marker."""
+        return bound_text(text, self.runtime.text_limit)
+
+    def _part(self, part: Any) -> dict[str, Any]:
+        """An agent's part (a Part or its JSON) made safe for the wire: its text capped, its data
+        and metadata JSON (see runtime/limits.py); a part that is not one becomes a marked text
+        part, not a failed task."""
+        try:
+            if isinstance(part, Part):
+                wire = part.to_wire()
+            elif isinstance(part, Mapping):
+                wire = dict(part)
+            else:
+                raise ValueError(f"a part is an object, not {type(part).__name__}")
+            if isinstance(wire.get("text"), str):
+                wire["text"] = self._text(wire["text"])
+            for key in ("data", "metadata"):
+                if key in wire:
+                    wire[key] = _jsonable(wire[key])
+            return Part.model_validate(wire).to_wire()
+        except (ValidationError, ValueError, TypeError) as exc:
+            problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return Part(text=self._text(f"[not a valid part: {problem}]")).to_wire()
+
     async def _publish_progress(self, progress: Progress) -> None:
-        payload: dict[str, Any] = {"text": progress.text}
+        payload: dict[str, Any] = {"text": self._text(progress.text)}
         if progress.step is not None:
             payload["step"] = progress.step
         if progress.percent is not None:
@@ -479,10 +510,7 @@ class _TaskRun:
     async def _publish_artifact(self, update: ArtifactUpdate) -> None:
         artifact: dict[str, Any] = {
             "artifactId": update.artifact_id or uuid.uuid4().hex,
-            "parts": [
-                p.to_wire() if isinstance(p, Part) else Part.model_validate(p).to_wire()
-                for p in update.parts
-            ],
+            "parts": [self._part(p) for p in update.parts],
         }
         for key, value in (
             ("name", update.name),
@@ -548,6 +576,7 @@ class _TaskRun:
             value = await _invoke(call.run, call.args)
         except Exception as exc:  # a failing tool fails the invocation, not the task
             error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, AgentError) else str(exc)
+            error = self._text(error)
             await self._publish_frame(
                 ToolCallFailed(tool_call_id=call_id, name=call.name, error=error)
             )
@@ -606,6 +635,7 @@ class Runtime:
         self.humanizer = humanizer or get_humanizer()
         self.retain = float(get_setting("RETAIN_AFTER_RESPONSE") if retain is None else retain)
         self.value_limit = int(get_setting("FRAME_VALUE_LIMIT"))
+        self.text_limit = int(get_setting("TEXT_VALUE_LIMIT"))
         self._runs: dict[str, _TaskRun] = {}
         self._lingering: set[asyncio.Task[None]] = set()
         self._lingering_ids: set[str] = set()

@@ -94,6 +94,27 @@ export function textOf(message) {
     .join("\n");
 }
 
+/** The schemes an agent's URL may be linked with: anything else is shown as text. */
+const LINK_PROTOCOLS = new Set(["http:", "https:"]);
+
+/**
+ * `value` as a link target when it is an absolute http(s) URL (its normalised `href`), else
+ * null. Agent output is hostile input: a file part's `url` may be `javascript:`, `data:`,
+ * `vbscript:`, relative or malformed, and is then shown as text. Read with the URL parser, as
+ * the browser would follow it (`" JavaScript:"` and `"java\tscript:"` are javascript: URLs),
+ * never matched on its first characters; the Python side is `a2a_toolcall.untrusted`.
+ */
+export function httpURL(value) {
+  if (typeof value !== "string") return null;
+  let url;
+  try {
+    url = new URL(value); // no base: a relative URL throws
+  } catch {
+    return null;
+  }
+  return LINK_PROTOCOLS.has(url.protocol) && url.hostname !== "" ? url.href : null;
+}
+
 // --- tool-call-v1 -----------------------------------------------------------------------------
 
 const PHASES = new Set(["started", "completed", "failed"]);

@@ -4,6 +4,10 @@
 // widget.html for the markup it expects; configuration is in data attributes, so the page
 // needs no inline script and works under a strict Content-Security-Policy). Everything shown
 // comes from the A2A endpoint: docs/browser.md describes the behaviour.
+//
+// What an agent says is hostile input (a model can be made to return any string or URL): it
+// goes into the page as text only (textContent, text nodes, never innerHTML), and a URL of its
+// is a link only when it is an http(s) one (httpURL); anything else is shown as text.
 
 import {
   A2AClient,
@@ -12,6 +16,7 @@ import {
   JSONRPCError,
   TASK_NOT_CANCELABLE,
   UNSUPPORTED_OPERATION,
+  httpURL,
   isInterrupted,
   isTerminal,
   parseToolCall,
@@ -96,6 +101,24 @@ function element(tag, className, text) {
   if (className) node.className = className;
   if (text !== undefined) node.textContent = text;
   return node;
+}
+
+/** A file part of the answer: a link when its URL is http(s), else its name and URL as text. */
+function filePart(part) {
+  const paragraph = element("p", "a2a-answer-file");
+  const name = part.filename ? String(part.filename) : "";
+  const href = httpURL(part.url);
+  if (href !== null) {
+    // noreferrer: the page's address (with ?task=) is none of the linked site's business.
+    const link = element("a", "", name || part.url);
+    link.href = href;
+    link.rel = "noopener noreferrer";
+    paragraph.append(link);
+  } else {
+    if (name) paragraph.append(element("span", "a2a-file-name", name), ": ");
+    paragraph.append(element("code", "a2a-unlinked-url", part.url));
+  }
+  return paragraph;
 }
 
 /** The task the page follows: its rows, its answer, where its stream got to. */
@@ -616,11 +639,7 @@ export class LiveTimeline {
         } else if (part && "data" in part) {
           body.append(element("pre", "a2a-answer-data", pretty(part.data)));
         } else if (typeof part?.url === "string") {
-          const paragraph = element("p");
-          const link = element("a", "", part.filename || part.url);
-          link.href = part.url;
-          paragraph.append(link);
-          body.append(paragraph);
+          body.append(filePart(part));
         } else if (part && "raw" in part) {
           body.append(element("p", "", `(a file${part.filename ? `: ${part.filename}` : ""})`));
         }
