@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -102,6 +103,31 @@ class LiveServer:
                 "a2a_apikey", "create", user, "tests", "--create-user", "--quiet"
             ).strip()
         return self.keys[user]
+
+
+def call(server: LiveServer, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A 1.0 JSON-RPC call with the server's test API key; its result (asserted present)."""
+    reply = httpx.post(
+        server.endpoint,
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        headers={"A2A-Version": "1.0", "X-API-Key": server.api_key()},
+        timeout=60,
+    ).json()
+    assert "result" in reply, reply
+    return reply["result"]  # type: ignore[no-any-return]
+
+
+def stream(server: LiveServer, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The results of a SendStreamingMessage with ``params``, as they arrive."""
+    from a2a_toolcall.protocol.sse import SSEDecoder
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": params}
+    decoder = SSEDecoder()
+    headers = {"A2A-Version": "1.0", "X-API-Key": server.api_key()}
+    with httpx.stream("POST", server.endpoint, json=body, headers=headers, timeout=60) as response:
+        for chunk in response.iter_bytes():
+            for event in decoder.feed(chunk):
+                yield event.json()["result"]
 
 
 def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:

@@ -13,12 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import redis
 
 from tests.agents import COUNTER_KEY
-from tests.live import LiveServer, live_server
+from tests.live import LiveServer, call, live_server, stream
 
 
 @pytest.fixture(scope="module")
@@ -28,17 +27,6 @@ def idle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         "redis", tmp_path_factory.mktemp("claims"), workers=0, A2A_TEST_AGENT="charging"
     ) as running:
         yield running
-
-
-def call(server: LiveServer, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    reply = httpx.post(
-        server.endpoint,
-        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
-        headers={"A2A-Version": "1.0", "X-API-Key": server.api_key()},
-        timeout=30,
-    ).json()
-    assert "result" in reply, reply
-    return reply["result"]  # type: ignore[no-any-return]
 
 
 def submit(server: LiveServer) -> str:
@@ -90,28 +78,9 @@ def test_a_cancel_before_pickup_wins_and_no_worker_ever_starts_the_task(
 
 
 def stream_events(server: LiveServer, text: str, metadata: dict[str, Any]) -> Iterator[Any]:
-    """The results of a SendStreamingMessage, as they arrive."""
-    from a2a_toolcall.protocol.sse import SSEDecoder
-
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "SendStreamingMessage",
-        "params": {
-            "message": {
-                "messageId": uuid.uuid4().hex,
-                "role": "ROLE_USER",
-                "parts": [{"text": text}],
-            },
-            "metadata": metadata,
-        },
-    }
-    decoder = SSEDecoder()
-    headers = {"A2A-Version": "1.0", "X-API-Key": server.api_key()}
-    with httpx.stream("POST", server.endpoint, json=body, headers=headers, timeout=60) as response:
-        for chunk in response.iter_bytes():
-            for event in decoder.feed(chunk):
-                yield event.json()["result"]
+    """The results of a SendStreamingMessage of ``text``, as they arrive."""
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]}
+    return stream(server, {"message": message, "metadata": metadata})
 
 
 @pytest.fixture(scope="module")

@@ -15,42 +15,17 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.live import LiveServer, live_server
+from tests.live import LiveServer, call, live_server, stream
 
 TOOL_CALLS = "https://proto-labs.ai/a2a/ext/tool-call-v1"
 LEASE = 2.0
 """The lease of these servers (A2A_TEST_LEASE): a lost runtime is noticed within about this."""
 
 
-def call(server: LiveServer, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    reply = httpx.post(
-        server.endpoint,
-        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
-        headers={"A2A-Version": "1.0", "X-API-Key": server.api_key()},
-        timeout=60,
-    ).json()
-    assert "result" in reply, reply
-    return reply["result"]  # type: ignore[no-any-return]
-
-
 def message(text: str, **fields: Any) -> dict[str, Any]:
     return {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}], **fields}
-
-
-def stream(server: LiveServer, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """The results of a SendStreamingMessage, as they arrive."""
-    from a2a_toolcall.protocol.sse import SSEDecoder
-
-    body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": params}
-    decoder = SSEDecoder()
-    headers = {"A2A-Version": "1.0", "X-API-Key": server.api_key()}
-    with httpx.stream("POST", server.endpoint, json=body, headers=headers, timeout=60) as response:
-        for chunk in response.iter_bytes():
-            for event in decoder.feed(chunk):
-                yield event.json()["result"]
 
 
 def frame(result: dict[str, Any]) -> dict[str, Any] | None:
