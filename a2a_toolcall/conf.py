@@ -60,6 +60,10 @@ DEFAULTS: Final[dict[str, Any]] = {
     "CARD_V03_MEMBERS": True,
     # Seconds of silence on a stream before a keepalive comment goes out.
     "KEEPALIVE_INTERVAL": 15.0,
+    # Bytes of events one stream may have waiting for its client (one that reads slower than
+    # they arrive) before the stream closes; the client resumes with Last-Event-ID. Needs
+    # a2a_toolcall.asgi.FlowControl under daphne (docs/server.md, "Slow readers").
+    "STREAM_BUFFER_LIMIT": 1024 * 1024,
     # Largest JSON-RPC request body accepted, in bytes (checked before parsing).
     "MAX_REQUEST_BYTES": 1024 * 1024,
     # Seconds CancelTask waits for the runtime to confirm before returning the task as it is.

@@ -30,7 +30,7 @@ import logging
 import weakref
 from typing import TYPE_CHECKING, Final
 
-from a2a_toolcall import store
+from a2a_toolcall import memory, store
 from a2a_toolcall.recorder import live_recorders, recorder_for, settle_abandoned
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ class Keeper:
         await self.reap()
         for runtime in list(self.runtimes):
             await runtime.pick_up_waiting()
+        memory.trim_if_due()
 
     async def reap(self) -> int:
         """Act on every running task whose lease expired (see the module's docs)."""

@@ -23,6 +23,7 @@ data parts and metadata (``_streamed_artifact``), the reply's data parts and par
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import functools
@@ -35,7 +36,7 @@ from typing import Any, Final
 
 from pydantic_core import to_json
 
-from a2a_toolcall import store
+from a2a_toolcall import memory, store
 from a2a_toolcall.bus import (
     TOPIC_ARTIFACT,
     TOPIC_CANCEL,
@@ -182,37 +183,109 @@ def _when(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, UTC)
 
 
+class HubListener:
+    """One stream's place in a :class:`TaskHub`: the events published since it joined that it
+    has not taken yet, at most ``limit`` bytes of them.
+
+    A stream whose client reads slower than events arrive stops taking them (its ``send()``
+    waits for the client); past ``limit`` bytes waiting here the listener lets them all go
+    and is ``behind``: the stream closes and the client resumes from the database
+    (``Last-Event-ID``). A single event larger than the limit never makes it behind on its own.
+    """
+
+    __slots__ = ("_arrived", "_events", "behind", "ended", "limit", "queued")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._events: collections.deque[LoggedEvent] = collections.deque()
+        self._arrived = asyncio.Event()
+        self.queued = 0
+        """Bytes of JSON waiting in this listener."""
+        self.behind = False
+        """It fell more than ``limit`` bytes behind and holds nothing any longer."""
+        self.ended = False
+        """No more events come here (the task was parked: read on from the database)."""
+
+    def put(self, event: LoggedEvent) -> None:
+        if self.behind:
+            return
+        self._events.append(event)
+        self.queued += len(event.json)
+        if self.queued > self.limit and len(self._events) > 1:
+            self.behind = True
+            self._events.clear()
+            self.queued = 0
+        self._arrived.set()
+
+    def end(self) -> None:
+        self.ended = True
+        self._arrived.set()
+
+    def take(self) -> LoggedEvent | None:
+        """The oldest waiting event, or None."""
+        if not self._events:
+            return None
+        event = self._events.popleft()
+        self.queued -= len(event.json)
+        return event
+
+    async def wait(self) -> None:
+        """Until an event arrives (or the listener is behind or ended)."""
+        if self._events or self.behind or self.ended:
+            return
+        self._arrived.clear()
+        await self._arrived.wait()
+
+
 class TaskHub:
-    """The events of one task recorded in this process, fanned out to its local streams."""
+    """The events of one task recorded in this process, fanned out to its local streams.
+
+    It holds the events the database does not have yet (all of them, when events are not
+    recorded): once written, an event is the store's to hand out, and a task's memory here
+    stays at what the journal has still to write, whatever the length of its timeline.
+    """
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
-        self.events: list[LoggedEvent] = []
-        self.listeners: set[asyncio.Queue[LoggedEvent | None]] = set()
+        self.events: collections.deque[LoggedEvent] = collections.deque()
+        self.listeners: set[HubListener] = set()
         self.closed = False
+        self.stored = 0
+        """Every event up to this seq was let go here: read it from the database."""
 
     def publish(self, event: LoggedEvent) -> None:
         self.events.append(event)
-        for queue in self.listeners:
-            queue.put_nowait(event)
+        memory.churned(len(event.json))
+        for listener in self.listeners:
+            listener.put(event)
 
-    def listen(self, after_seq: int) -> tuple[list[LoggedEvent], asyncio.Queue[LoggedEvent | None]]:
-        """The events after ``after_seq`` so far, and a queue of the ones to come (``None``
-        once the recording stops here: a parked task goes on elsewhere, read the store)."""
-        queue: asyncio.Queue[LoggedEvent | None] = asyncio.Queue()
-        self.listeners.add(queue)
+    def written(self, first: int, last: int) -> None:
+        """The events ``first``..``last`` are in the database: let them go."""
+        events = self.events
+        while events and first <= events[0].seq <= last:
+            self.stored = events.popleft().seq
+
+    def backlog(self, after_seq: int) -> list[LoggedEvent]:
+        """The events after ``after_seq`` held here (those up to :attr:`stored` are not)."""
+        return [e for e in self.events if e.seq > after_seq]
+
+    def listen(self, limit: int) -> HubListener:
+        """A listener for the events to come (``ended`` once the recording stops here: a
+        parked task goes on elsewhere, read the store)."""
+        listener = HubListener(limit)
+        self.listeners.add(listener)
         if self.closed:
-            queue.put_nowait(None)
-        return [e for e in self.events if e.seq > after_seq], queue
+            listener.end()
+        return listener
 
-    def unlisten(self, queue: asyncio.Queue[LoggedEvent | None]) -> None:
-        self.listeners.discard(queue)
+    def unlisten(self, listener: HubListener) -> None:
+        self.listeners.discard(listener)
 
     def close(self) -> None:
         """No more events here: tell the listeners."""
         self.closed = True
-        for queue in self.listeners:
-            queue.put_nowait(None)
+        for listener in self.listeners:
+            listener.end()
 
 
 _hubs: dict[str, TaskHub] = {}
@@ -227,6 +300,7 @@ def hub_for(task_id: str) -> TaskHub | None:
 def _drop_hub(task_id: str, hub: TaskHub) -> None:
     if _hubs.get(task_id) is hub:
         del _hubs[task_id]
+    memory.released()
 
 
 def recorder_for(task_id: str) -> Recorder | None:
@@ -585,8 +659,10 @@ class Recorder:
         return TaskWrite(self.task_id, events, self._row_fields(), calls)
 
     async def written(self, write: TaskWrite) -> None:
-        """For the journal: tell streams in other processes about the new events."""
+        """For the journal: the hub lets the written events go; tell streams in other
+        processes about them."""
         if write.events:
+            self.hub.written(write.events[0].seq, write.events[-1].seq)
             await self.bus.publish(
                 TOPIC_EVENTS,
                 self.task_id,

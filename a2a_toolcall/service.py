@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -41,14 +42,29 @@ from a2a_toolcall.protocol.models import (
     TaskStatus,
     format_timestamp,
 )
-from a2a_toolcall.recorder import Recorder, ends_stream, fail_orphaned_tasks, hub_for
+from a2a_toolcall.recorder import (
+    HubListener,
+    Recorder,
+    ends_stream,
+    fail_orphaned_tasks,
+    hub_for,
+)
 from a2a_toolcall.runtime import build_request, ensure_in_process_runtime
 from a2a_toolcall.store import LoggedEvent
 
-__all__ = ["EventFeed", "Started", "TaskService", "ends_stream", "sweep_orphans_once"]
+__all__ = [
+    "EventFeed",
+    "Started",
+    "StreamBehind",
+    "TaskService",
+    "ends_stream",
+    "sweep_orphans_once",
+]
 
 POLL_INTERVAL: Final = 2.0
 """Seconds a remote feed waits for a notification before reading the database anyway."""
+STORE_PAGE: Final = 50
+"""Events a feed reads from the database at a time (what one reader holds at most)."""
 
 
 _swept = False
@@ -90,86 +106,143 @@ class Started:
     """With ``send(..., dispatch=False)``: sends the work to the runtime (call it once)."""
 
 
-class EventFeed:
-    """The events of one task after a given ``seq``: from the local hub, else from the store."""
+class StreamBehind(Exception):
+    """A stream's client fell more than ``STREAM_BUFFER_LIMIT`` bytes behind its task's events:
+    the feed let them go, and the stream closes (the client resumes with ``Last-Event-ID``)."""
 
-    def __init__(self, bus: Bus, task_id: str, after_seq: int) -> None:
+    def __init__(self, task_id: str, last: int, limit: int) -> None:
+        super().__init__(
+            f"task {task_id}: the stream fell more than {limit} bytes behind after event {last}"
+        )
+        self.task_id = task_id
+        self.last = last
+        self.limit = limit
+
+
+class EventFeed:
+    """The events of one task after a given ``seq``: from the local hub, else from the store.
+
+    With ``limit`` (bytes), a feed whose reader falls further behind the local hub than that
+    raises :class:`StreamBehind`; one that joins with more than that already waiting reads it
+    from the store page by page instead of holding it.
+    """
+
+    def __init__(self, bus: Bus, task_id: str, after_seq: int, limit: int | None = None) -> None:
         self.bus = bus
         self.task_id = task_id
         self.last = after_seq
+        self.limit = limit
         self._backlog: collections.deque[LoggedEvent] = collections.deque()
-        self._queue: asyncio.Queue[LoggedEvent | None] | None = None
+        self._listener: HubListener | None = None
         self._subscription: Subscription | None = None
         self._hub = hub_for(task_id)
+        self._pages: collections.deque[LoggedEvent] = collections.deque()
+        self._stored_until = 0
+        """With the hub: events up to this seq are read from the database, page by page,
+        before the hub's own."""
 
     async def __aenter__(self) -> EventFeed:
-        if self._hub is not None:
-            events, self._queue = self._hub.listen(self.last)
-            self._backlog.extend(events)
+        hub = self._hub
+        if hub is not None:
+            backlog = hub.backlog(self.last)
+            limit = sys.maxsize if self.limit is None else self.limit
+            if (
+                self.limit is not None
+                and get_setting("RECORD_EVENTS")
+                and sum(len(event.json) for event in backlog) > limit
+            ):
+                # Too much to hold for one reader: the store has it all (written, or about to
+                # be: the feed waits for its notification).
+                await self._from_store()
+                return self
+            self._listener = hub.listen(limit)
+            self._backlog.extend(backlog)
+            # What the hub already let go is in the database: read that first.
+            self._stored_until = hub.stored
         else:
             await self._from_store()
         return self
 
     async def _from_store(self) -> None:
         # Joined before the first read: a notification sent meanwhile is not missed.
-        if self._hub is not None and self._queue is not None:
-            self._hub.unlisten(self._queue)
-        self._queue = None
+        if self._hub is not None and self._listener is not None:
+            self._hub.unlisten(self._listener)
+        self._listener = None
         self._subscription = await self.bus.subscribe(self.task_id, [TOPIC_EVENTS]).__aenter__()
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._hub is not None and self._queue is not None:
-            self._hub.unlisten(self._queue)
+        if self._hub is not None and self._listener is not None:
+            self._hub.unlisten(self._listener)
         if self._subscription is not None:
             await self._subscription.aclose()
 
-    def ready(self) -> LoggedEvent | None:
-        """The next event if it is already here (no waiting), else None."""
+    def _taken(self) -> LoggedEvent | None:
+        while self._pages:
+            event = self._pages.popleft()
+            if event.seq > self.last:
+                self.last = event.seq
+                return event
+        if self.last < self._stored_until:
+            return None  # the next page is to be read first
         while self._backlog:
             event = self._backlog.popleft()
             if event.seq > self.last:
                 self.last = event.seq
                 return event
-        if self._queue is not None and not self._queue.empty():
-            queued = self._queue.get_nowait()
-            if queued is None:
-                self._queue.put_nowait(None)  # for next(), which switches to the store
-                return None
-            if queued.seq > self.last:
-                self.last = queued.seq
-                return queued
+        listener = self._listener
+        while listener is not None and (arrived := listener.take()) is not None:
+            if arrived.seq > self.last:
+                self.last = arrived.seq
+                return arrived
         return None
 
+    def _check_behind(self) -> None:
+        if self._listener is not None and self._listener.behind:
+            assert self._hub is not None
+            self._hub.unlisten(self._listener)
+            raise StreamBehind(self.task_id, self.last, self._listener.limit)
+
+    def ready(self) -> LoggedEvent | None:
+        """The next event if it is already here (no waiting), else None."""
+        event = self._taken()
+        if event is None:
+            self._check_behind()
+        return event
+
     async def next(self, timeout: float | None = None) -> LoggedEvent | None:
-        """The next event, or None when ``timeout`` seconds pass without one."""
+        """The next event, or None when ``timeout`` seconds pass without one.
+
+        Raises :class:`StreamBehind` once the reader is too far behind (with ``limit``).
+        """
         deadline: float | None = None
+        loop = asyncio.get_running_loop()
         while True:
-            if self._backlog:
-                event = self._backlog.popleft()
-                if event.seq <= self.last:
-                    continue
-                self.last = event.seq
+            event = self._taken()
+            if event is not None:
                 return event
-            if self._queue is not None:
-                arrived: LoggedEvent | None
-                if self._queue.empty():
-                    try:
-                        async with asyncio.timeout(timeout):
-                            arrived = await self._queue.get()
-                    except TimeoutError:
-                        return None
-                else:
-                    arrived = self._queue.get_nowait()
-                if arrived is None:
+            if self.last < self._stored_until:
+                rows = await store.events_after(self.task_id, self.last, limit=STORE_PAGE)
+                self._pages.extend(row for row in rows if row.seq <= self._stored_until)
+                if not self._pages:
+                    # Not there (not written after all): the hub's events follow on.
+                    self._stored_until = 0
+                continue
+            listener = self._listener
+            if listener is not None:
+                self._check_behind()
+                if listener.ended:
                     # The recording stopped here (the task was parked): read on from the store.
                     await self._from_store()
                     continue
-                self._backlog.append(arrived)
+                try:
+                    async with asyncio.timeout(timeout):
+                        await listener.wait()
+                except TimeoutError:
+                    return None
                 continue
-            loop = asyncio.get_running_loop()
             if deadline is None and timeout is not None:
                 deadline = loop.time() + timeout
-            rows = await store.events_after(self.task_id, self.last)
+            rows = await store.events_after(self.task_id, self.last, limit=STORE_PAGE)
             if rows:
                 self._backlog.extend(rows)
                 continue
@@ -340,9 +413,10 @@ class TaskService:
 
     # --- waiting -----------------------------------------------------------------------------
 
-    def feed(self, task_id: str, after_seq: int) -> EventFeed:
-        """The task's events after ``after_seq``: ``async with service.feed(...) as feed``."""
-        return EventFeed(self.bus, task_id, after_seq)
+    def feed(self, task_id: str, after_seq: int, limit: int | None = None) -> EventFeed:
+        """The task's events after ``after_seq``: ``async with service.feed(...) as feed``
+        (at most ``limit`` bytes of them held for a reader that falls behind)."""
+        return EventFeed(self.bus, task_id, after_seq, limit)
 
     async def wait(
         self,

@@ -231,16 +231,20 @@ def snapshot(
     history_length: int | None = None,
     include_artifacts: bool = True,
     tool_calls: list[dict[str, Any]] | None = None,
+    with_tool_calls: bool = True,
 ) -> Task:
     """The A2A Task for a row (``history_length`` per spec 3.2.4: None all, 0 none, n last n).
 
-    ``tool_calls``: the tool-call summary to put in the metadata instead of the row's own.
+    ``tool_calls``: the tool-call summary to put in the metadata instead of the row's own;
+    ``with_tool_calls=False`` leaves the summary out altogether.
     """
     history = row.history
     if history_length is not None:
         history = history[-history_length:] if history_length > 0 else []
     metadata = row.metadata
-    if tool_calls:
+    if not with_tool_calls:
+        metadata = {key: value for key, value in metadata.items() if key != TOOL_CALL_V1_URI}
+    elif tool_calls:
         metadata = {**metadata, TOOL_CALL_V1_URI: {"toolCalls": tool_calls}}
     return Task.model_validate(
         {
@@ -291,15 +295,21 @@ async def live_summaries(rows: Sequence[orm.Task]) -> dict[str, list[dict[str, A
 
 
 async def current_snapshot(
-    row: orm.Task, *, history_length: int | None = None, include_artifacts: bool = True
+    row: orm.Task,
+    *,
+    history_length: int | None = None,
+    include_artifacts: bool = True,
+    with_tool_calls: bool = True,
 ) -> Task:
-    """:func:`snapshot` with a running task's tool-call summary as of the row's ``last_seq``."""
-    summaries = await live_summaries([row])
+    """:func:`snapshot` with a running task's tool-call summary as of the row's ``last_seq``
+    (none with ``with_tool_calls=False``)."""
+    summaries = await live_summaries([row]) if with_tool_calls else {}
     return snapshot(
         row,
         history_length=history_length,
         include_artifacts=include_artifacts,
         tool_calls=summaries.get(row.id),
+        with_tool_calls=with_tool_calls,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ from django.utils.http import http_date, parse_http_date_safe
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
-from a2a_toolcall import store, throttle
+from a2a_toolcall import memory, store, throttle
+from a2a_toolcall.asgi import SCOPE_KEY as FLOW_CONTROL_KEY
 from a2a_toolcall.auth import Caller, authenticate, unauthenticated
 from a2a_toolcall.card import build_card, default_agent_name
 from a2a_toolcall.conf import get_setting
@@ -43,7 +45,7 @@ from a2a_toolcall.protocol.models import (
 )
 from a2a_toolcall.protocol.sse import encode_comment, encode_event
 from a2a_toolcall.recorder import start_in_background
-from a2a_toolcall.service import TaskService, ends_stream, sweep_orphans_once
+from a2a_toolcall.service import StreamBehind, TaskService, ends_stream, sweep_orphans_once
 from a2a_toolcall.store import LoggedEvent
 
 __all__ = ["agent_card", "jsonrpc_endpoint"]
@@ -73,6 +75,9 @@ METHODS_V10: Final = frozenset(
     }
 )
 CARD_MAX_AGE: Final = 300
+WRITE_SIZE: Final = 65_536
+"""Bytes of waiting events joined into one write at most (Twisted's and asyncio's buffer
+mark: a larger write only fills the process while the client reads it)."""
 DISPATCH_FALLBACK: Final = 1.0
 """Seconds after a stream's response is made by which its task's work is sent in any case (it
 is sent as soon as the first event is out, which is normally well before)."""
@@ -435,18 +440,23 @@ async def cancel_task(call: Call) -> HttpResponseBase:
 async def subscribe_to_task(call: Call) -> HttpResponseBase:
     params: SubscribeToTaskRequest = _params(SubscribeToTaskRequest, call)
     row = await store.load_row(params.id, call.owner(params.tenant))
-    if row.task_state.is_terminal:
+    # Events after the snapshot's own point; a reconnecting client (SSE Last-Event-ID) gets
+    # exactly what followed the last event it saw.
+    resume = call.request.headers.get("Last-Event-ID", "").strip()
+    resumed = resume.isdigit() and len(resume) < 19
+    after = int(resume) if resumed else row.last_seq
+    if row.task_state.is_terminal and (after >= row.last_seq or not get_setting("RECORD_EVENTS")):
+        # A stream that was cut (a dropped connection, a client too far behind) may still
+        # resume a task that has ended since: the events it missed, up to the end.
         raise jsonrpc.UnsupportedOperationError(
             f"Task {row.id} is {row.task_state.name.lower()}: a task in a terminal state has no "
             "more updates; use GetTask",
             metadata={"taskId": row.id, "state": row.state},
         )
-    # Events after the snapshot's own point; a reconnecting client (SSE Last-Event-ID) gets
-    # exactly what followed the last event it saw.
-    resume = call.request.headers.get("Last-Event-ID", "").strip()
-    after = int(resume) if resume.isdigit() else row.last_seq
-    first = [StreamResponse(task=await store.current_snapshot(row))]
-    return _stream(call, _service(), row.id, after, first)
+    # A resumed stream replays the tool frames after the client's last event, and it saw the
+    # ones before: the task goes first without its tool-call summary (which may be megabytes).
+    snapshot = await store.current_snapshot(row, with_tool_calls=not resumed)
+    return _stream(call, _service(), row.id, after, [StreamResponse(task=snapshot)])
 
 
 async def get_extended_agent_card(call: Call) -> HttpResponseBase:
@@ -524,6 +534,45 @@ def _release_request_thread() -> None:
         executor.shutdown(wait=False)
 
 
+def _closed_behind(behind: StreamBehind) -> bytes:
+    logger.info(
+        "task %s: a stream's client fell more than STREAM_BUFFER_LIMIT (%d bytes) behind; "
+        "closed it after event %d (the client resumes with Last-Event-ID)",
+        behind.task_id,
+        behind.limit,
+        behind.last,
+        extra={"task_id": behind.task_id, "last_event_id": behind.last},
+    )
+    return encode_comment(
+        f"closed: this client fell more than {behind.limit} bytes behind the task; resume "
+        f"with SubscribeToTask and Last-Event-ID: {behind.last}"
+    )
+
+
+_flow_control_warned = False
+
+
+def _check_flow_control(request: HttpRequest) -> None:
+    """Warn once when streams are served without :class:`a2a_toolcall.asgi.FlowControl`:
+    under daphne a client that stops reading then makes the process buffer its stream."""
+    global _flow_control_warned
+    scope = getattr(request, "scope", None)
+    if (
+        _flow_control_warned
+        or scope is None
+        or scope.get(FLOW_CONTROL_KEY)
+        or "twisted.web.http" not in sys.modules  # not daphne: its send() waits by itself
+    ):
+        return
+    _flow_control_warned = True
+    logger.warning(
+        "a2a_toolcall: this ASGI application is not wrapped in a2a_toolcall.asgi.FlowControl: "
+        "under daphne a client that reads a stream slowly makes this process buffer what it "
+        "has not read, without limit (STREAM_BUFFER_LIMIT cannot apply). In asgi.py use "
+        'a2a_toolcall.asgi.get_asgi_application() (docs/server.md, "Slow readers").'
+    )
+
+
 def _stream(
     call: Call,
     service: TaskService,
@@ -534,6 +583,8 @@ def _stream(
     dispatch: Callable[[], Awaitable[None]] | None = None,
 ) -> StreamingHttpResponse:
     keepalive = float(get_setting("KEEPALIVE_INTERVAL"))
+    limit = int(get_setting("STREAM_BUFFER_LIMIT"))
+    _check_flow_control(call.request)
     undispatched = [dispatch] if dispatch is not None else []
     settled = False
 
@@ -570,24 +621,44 @@ def _stream(
                 yield _frame(call, None, response)
             if first:
                 await settle()
-            async with service.feed(task_id, after_seq) as feed:
+            async with service.feed(task_id, after_seq, limit) as feed:
                 while True:
-                    event = await feed.next(timeout=keepalive)
+                    try:
+                        event = await feed.next(timeout=keepalive)
+                    except StreamBehind as exc:
+                        yield _closed_behind(exc)
+                        return
                     if event is None:
                         yield KEEPALIVE
                         continue
                     # Events that are already waiting go out in one write (one send, one
-                    # syscall) rather than one each; a lone event is not held back.
+                    # syscall) rather than one each, up to a write's worth; a lone event is
+                    # not held back.
                     chunk = [_logged_frame(call, event)]
-                    while not event.ends_stream and (ready := feed.ready()) is not None:
+                    size = len(chunk[0])
+                    behind: StreamBehind | None = None
+                    while not event.ends_stream and size < WRITE_SIZE:
+                        try:
+                            ready = feed.ready()
+                        except StreamBehind as exc:
+                            behind = exc
+                            break
+                        if ready is None:
+                            break
                         event = ready
                         chunk.append(_logged_frame(call, event))
+                        size += len(chunk[-1])
+                    if behind is not None:
+                        chunk.append(_closed_behind(behind))
                     yield chunk[0] if len(chunk) == 1 else b"".join(chunk)
+                    if behind is not None:
+                        return
                     if not settled:
                         await settle()
                     if event.ends_stream:
                         return
         finally:
+            memory.released()
             if undispatched:
                 # The client went away before its first event: the task runs all the same.
                 start_in_background(send_work())

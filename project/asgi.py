@@ -14,13 +14,19 @@ import os
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
+from a2a_toolcall.asgi import FlowControl
 from a2a_toolcall.runtime.registry import warm_up
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
-application = get_asgi_application()
+django_application = get_asgi_application()
 # Import the agents now (the LangGraph demo builds its graph: 0.7 s), not on the first request.
 warm_up()
 
 if os.environ.get("A2A_SERVE_STATIC", "1") != "0":
-    application = ASGIStaticFilesHandler(application)
+    django_application = ASGIStaticFilesHandler(django_application)
+
+# Flow control on streamed responses: a client that reads slowly is waited for, under daphne
+# as under uvicorn, and its stream closes past STREAM_BUFFER_LIMIT (docs/server.md, "Slow
+# readers"). A site with nothing to add uses a2a_toolcall.asgi.get_asgi_application().
+application = FlowControl(django_application)

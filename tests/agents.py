@@ -204,3 +204,16 @@ async def unsafe(task: AgentInput) -> AsyncGenerator[Event, Any]:
     )
     answer = yield InputRequest("continue? \ud800", meta={"nan": float("nan")})
     yield Reply(text=f"done {answer} \ud800", data=[result.value, UNSAFE_VALUES["huge"]])
+
+
+FIREHOSE_RESULT = "r" * 30_000
+"""One tool result: 30 KB of JSON on the wire."""
+
+
+async def firehose(task: AgentInput) -> AsyncGenerator[Event, Any]:
+    """As many tool calls as the message's text says (default 400, about 12 MB of frames),
+    each returning :data:`FIREHOSE_RESULT`, as fast as the runtime takes them."""
+    count = int(task.text) if task.text.strip().isdigit() else 400
+    for number in range(count):
+        yield ToolCall("fetch_page", {"n": number}, run=lambda **_: FIREHOSE_RESULT)
+    yield Reply(text=f"{count} pages")

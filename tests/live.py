@@ -144,10 +144,17 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> Non
 
 @contextlib.contextmanager
 def live_server(
-    config: str, tmp: Path, *, workers: int = 2, **extra_env: str
+    config: str,
+    tmp: Path,
+    *,
+    workers: int = 2,
+    http: str = "daphne",
+    app: str = "project.asgi:application",
+    **extra_env: str,
 ) -> Iterator[LiveServer]:
-    """Migrate a fresh database and serve the project with daphne (plus ``workers`` worker
-    processes for Redis; :meth:`LiveServer.start_worker` starts more)."""
+    """Migrate a fresh database and serve the project with daphne, or uvicorn with
+    ``http="uvicorn"`` (plus ``workers`` worker processes for Redis;
+    :meth:`LiveServer.start_worker` starts more)."""
     port = free_port()
     env = {
         **os.environ,
@@ -172,18 +179,11 @@ def live_server(
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
         )
-        commands = [
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "project.asgi:application",
-            ]
-        ]
+        if http == "uvicorn":
+            web = ["-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)]
+        else:
+            web = ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+        commands = [[sys.executable, *web, app]]
         if config == "redis":
             commands += [WORKER_COMMAND] * workers
         for i, command in enumerate(commands):

@@ -134,10 +134,13 @@ A2A_TOOLCALL = {
         "durable_graph": "tests.durable_graph.durable_graph",
         # Values JSON cannot carry and oversized text (tests/test_hostile_output.py).
         "unsafe": "tests.agents.unsafe",
+        "firehose": "tests.agents.firehose",
         "hostile_render": "tests.agents_render.hostile_render",
     },
     "DEFAULT_AGENT": os.environ.get("A2A_TEST_AGENT", "demo"),
     "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),
+    "STREAM_BUFFER_LIMIT": int(os.environ.get("A2A_TEST_STREAM_BUFFER", str(1024 * 1024))),
+    "RECORD_EVENTS": os.environ.get("A2A_TEST_RECORD_EVENTS", "1") == "1",
     "TASK_TIME_LIMIT": float(os.environ.get("A2A_TEST_TIME_LIMIT", "300")),
     "RUNTIME_LOST_AFTER": float(os.environ.get("A2A_TEST_LOST_AFTER", "30")),
     "TASK_LEASE": float(os.environ.get("A2A_TEST_LEASE", "10")),
