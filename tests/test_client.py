@@ -195,6 +195,31 @@ async def test_resubscribe_resumes_after_the_last_event_seen(ours: LiveServer) -
     assert {c.state for c in run.state.timeline} == {ToolState.COMPLETED}
 
 
+async def test_resubscribe_after_the_task_ended_replays_what_was_missed(ours: LiveServer) -> None:
+    async with A2AClient(ours.url) as client:
+        run = client.stream("wait 1 and what is 3*3")
+        async with run:
+            async for event in run:
+                if isinstance(event, ToolFrame):
+                    break
+        task_id = run.task_id or ""
+        for _ in range(200):
+            if (await client.get(task_id)).status.state.is_terminal:
+                break
+            await asyncio.sleep(0.1)
+        # The task ended meanwhile: the server replays the rest after the last id seen.
+        resumed = client.resubscribe(
+            task_id, last_event_id=run.state.last_event_id, state=run.state
+        )
+        events = await collect(resumed)
+    assert isinstance(events[0], TaskSnapshot)
+    assert sum(1 for e in events if isinstance(e, ToolFrame)) == 3  # 4 frames, 1 seen before
+    assert isinstance(events[-1], Finished) and events[-1].state is TaskState.COMPLETED
+    assert sum(1 for e in events if isinstance(e, Finished)) == 1
+    assert {c.state for c in run.state.timeline} == {ToolState.COMPLETED}
+    assert len(run.state.timeline) == 2
+
+
 @pytest.fixture(params=["ours", "sdk"])
 def proxied(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

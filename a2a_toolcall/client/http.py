@@ -34,6 +34,7 @@ from a2a_toolcall.client.errors import (
 )
 from a2a_toolcall.client.events import (
     ClientEvent,
+    Finished,
     Reconnecting,
     RunState,
     TaskSnapshot,
@@ -581,6 +582,10 @@ class TaskRun:
         kind = self._kind
         opener = self._opener or self._resubscriber()
         while True:
+            # A resumed stream (Last-Event-ID) of a task that ended meanwhile opens with the
+            # ended task, then replays what this client missed, up to the terminal status.
+            resuming = kind == "resubscribe" and bool(state.last_event_id)
+            replaying = False
             try:
                 async with contextlib.aclosing(opener()) as stream:
                     async for event_id, raw in stream:
@@ -598,6 +603,9 @@ class TaskRun:
                         attempt = 0
                         yield event
                         if isinstance(event, TaskSnapshot):
+                            if state.is_terminal and resuming:
+                                replaying = True
+                                continue
                             # An answer's stream opens with the task as it was (still waiting for
                             # the answer): only a terminal task, or a resubscription to a waiting
                             # one, has nothing more to stream.
@@ -608,8 +616,15 @@ class TaskRun:
                                     yield ending
                                 return
                             continue
-                        if state.is_over:
+                        if isinstance(event, Finished) or (state.is_over and not replaying):
                             return
+                if replaying:
+                    # The replay ended without its terminal status (nothing was left after the
+                    # client's last event): the task's own state says how it ended.
+                    ending = state.finished_from_task()
+                    if ending is not None:
+                        yield ending
+                    return
                 reason = "the server closed the stream before the task stopped"
             except httpx.TransportError as exc:
                 reason = f"the connection broke: {_describe(exc)}"
