@@ -259,10 +259,11 @@ class TaskHub:
         for listener in self.listeners:
             listener.put(event)
 
-    def written(self, first: int, last: int) -> None:
-        """The events ``first``..``last`` are in the database: let them go."""
+    def written(self, last: int) -> None:
+        """Every event up to ``last`` is in the database (the task's first, with its row; the
+        rest, in order, by the journal): let them go."""
         events = self.events
-        while events and first <= events[0].seq <= last:
+        while events and events[0].seq <= last:
             self.stored = events.popleft().seq
 
     def backlog(self, after_seq: int) -> list[LoggedEvent]:
@@ -662,7 +663,7 @@ class Recorder:
         """For the journal: the hub lets the written events go; tell streams in other
         processes about them."""
         if write.events:
-            self.hub.written(write.events[0].seq, write.events[-1].seq)
+            self.hub.written(write.events[-1].seq)
             await self.bus.publish(
                 TOPIC_EVENTS,
                 self.task_id,

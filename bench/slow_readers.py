@@ -11,7 +11,7 @@ agent (400 tool calls of 30 KB results: a 12 MB timeline per task):
    ``STREAM_BUFFER_LIMIT``) and closed their connections.
 
 Each figure is the RSS and the bytes Python has allocated (tracemalloc, tests/traced_asgi.py),
-once they stop going down. Run::
+once they stop going down (up to 90 s). Run::
 
     python -m bench.slow_readers [--limit BYTES] [--arena-max N]
 
@@ -37,15 +37,24 @@ def rss(server: LiveServer) -> float:
 
 
 def settled(server: LiveServer) -> tuple[float, float]:
-    """(RSS, traced) in MiB, once the RSS stops going down (30 s at most)."""
-    last = rss(server)
-    deadline = time.monotonic() + 30
+    """(RSS, traced) in MiB once the Python heap has stopped going down for two checks in a
+    row, 5 s apart (a finished task's events are let go within RETAIN_AFTER_RESPONSE, 30 s),
+    and then the RSS too (the keeper gives freed memory back a few seconds later): 90 s at
+    most."""
+    deadline = time.monotonic() + 90
+    last, steady = traced(server), 0
+    while steady < 2 and time.monotonic() < deadline:
+        time.sleep(5)
+        now = traced(server)
+        steady = steady + 1 if now >= last - 0.5 else 0
+        last = min(last, now)
+    resident = rss(server)
     while time.monotonic() < deadline:
         time.sleep(3)
         now = rss(server)
-        if now >= last - 1:
+        if now >= resident - 1:
             break
-        last = now
+        resident = now
     return rss(server), traced(server)
 
 

@@ -119,7 +119,7 @@ async def test_a_hub_lets_written_events_go_and_a_feed_reads_them_from_the_store
         for event in events:
             hub.publish(event)
         await store.write_batch([TaskWrite(task_id, events[:120])])
-        hub.written(1, 120)
+        hub.written(120)
         assert [e.seq for e in hub.events] == list(range(121, 131)) and hub.stored == 120
         # A reader from the start gets the 120 the hub let go from the database (in pages),
         # then the hub's own, then what comes next: in order, none twice.
