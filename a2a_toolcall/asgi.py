@@ -1,5 +1,12 @@
-"""ASGI glue: flow control for streamed responses, on every ASGI server.
+"""ASGI glue: flow control for streamed responses, and a fixed pool of threads for sync code.
 
+Two middlewares, both put around Django by :func:`get_asgi_application`:
+
+- :class:`FlowControl`: a stream waits for a slow client, under daphne as under uvicorn;
+- :class:`SharedThreads`: the sync code of every request (the ORM, sync middleware, Django's
+  request signals) runs in a fixed pool of threads instead of one new thread per request.
+
+**Flow control.**
 A client that reads a stream slower than its events arrive must not make the server hold the
 difference. uvicorn's ``send()`` already waits while a connection's write buffer is full;
 daphne's returns at once and Twisted keeps every byte in memory until the client reads it (ten
@@ -9,25 +16,47 @@ waits while the connection's buffer is above Twisted's 64 KiB mark. The stream t
 client falling behind, and closes past ``STREAM_BUFFER_LIMIT`` (docs/server.md, "Slow
 readers").
 
-Use it in ``asgi.py``::
+**Shared threads.** Django runs each ASGI request in its own asgiref
+``ThreadSensitiveContext``, whose executor starts a thread for the request's first sync call
+and keeps it until the response ends: a burst of 1,000 requests (a deploy, a reconnect storm)
+starts 1,000 threads at once, each with its own database connection, while they queue. With
+:class:`SharedThreads` each request is given one of ``SYNC_THREADS`` long-lived lanes (the one
+with the least work waiting) as its thread-sensitive context: its sync code still runs on one
+thread, in order, as Django expects, and the process never has more threads for requests than
+the pool. Django's own ``ThreadSensitiveContext`` finds the lane set and leaves it in place.
+
+Use them in ``asgi.py``::
 
     from a2a_toolcall.asgi import get_asgi_application
 
     application = get_asgi_application()
 
-or wrap an application you build yourself (``FlowControl(ProtocolTypeRouter({...}))``). Under
-other servers it changes nothing but a mark in the scope that tells the streams it is there.
+or wrap an application you build yourself with :func:`wrap`
+(``wrap(ProtocolTypeRouter({...}))``). Under servers other than daphne, FlowControl changes
+nothing but a mark in the scope that tells the streams it is there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import sys
+import threading
 from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
-__all__ = ["SCOPE_KEY", "FlowControl", "get_asgi_application"]
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext
+
+__all__ = [
+    "SCOPE_KEY",
+    "FlowControl",
+    "SharedThreads",
+    "get_asgi_application",
+    "in_shared_thread",
+    "wrap",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -63,12 +92,118 @@ class FlowControl:
         await self.application(scope, receive, send)
 
 
+class _Lane(ThreadPoolExecutor):
+    """One thread of the pool, with the count of calls given to it and not yet done.
+
+    Calls are given from the event loop's thread and finished on the lane's: each counter is
+    written by one thread only.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(max_workers=1, thread_name_prefix=name)
+        self.given = 0
+        self.finished = 0
+        self.context = ThreadSensitiveContext()
+        # The lane's context maps to the lane for as long as the pool lives (asgiref keeps the
+        # map weakly, by context).
+        SyncToAsync.context_to_thread_executor[self.context] = self
+
+    @property
+    def waiting(self) -> int:
+        return self.given - self.finished
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.given += 1
+        future = super().submit(fn, *args, **kwargs)
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, future: Future[Any]) -> None:
+        self.finished += 1
+
+
+class _Pool:
+    """The process's lanes, made on first use."""
+
+    def __init__(self, size: int) -> None:
+        self.lanes = [_Lane(f"a2a-sync-{i}") for i in range(size)]
+        self.contexts = frozenset(lane.context for lane in self.lanes)
+        self._turn = itertools.count()
+
+    def pick(self) -> _Lane:
+        """The lane with the least work waiting; equal ones in turn."""
+        start = next(self._turn) % len(self.lanes)
+        best = self.lanes[start]
+        if best.waiting == 0:
+            return best
+        for lane in itertools.chain(self.lanes[start + 1 :], self.lanes[:start]):
+            if lane.waiting < best.waiting:
+                best = lane
+                if best.waiting == 0:
+                    break
+        return best
+
+
+_pool: _Pool | None = None
+_pool_lock = threading.Lock()
+
+
+def _the_pool(size: int | None) -> _Pool:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                if size is None:
+                    from a2a_toolcall.conf import get_setting
+
+                    size = int(get_setting("SYNC_THREADS"))
+                _pool = _Pool(size)
+    return _pool
+
+
+def in_shared_thread() -> bool:
+    """True when the running request's sync code goes to a :class:`SharedThreads` lane (its
+    thread, and the thread's database connections, are shared with other requests)."""
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    return _pool is not None and context in _pool.contexts
+
+
+class SharedThreads:
+    """ASGI middleware: the sync code of each request runs in one of a fixed pool of threads.
+
+    ``threads``: the pool's size (default: the ``SYNC_THREADS`` setting, read when the first
+    request arrives). The pool is the process's: every SharedThreads shares it.
+    """
+
+    def __init__(self, application: ASGIApp, *, threads: int | None = None) -> None:
+        self.application = application
+        self.threads = threads
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or SyncToAsync.thread_sensitive_context.get(None) is not None:
+            # Lifespan and websockets keep their own ways, as does a request that already runs
+            # in a context (a test client's, or an outer SharedThreads').
+            await self.application(scope, receive, send)
+            return
+        lane = _the_pool(self.threads).pick()
+        token = SyncToAsync.thread_sensitive_context.set(lane.context)
+        try:
+            await self.application(scope, receive, send)
+        finally:
+            SyncToAsync.thread_sensitive_context.reset(token)
+
+
+def wrap(application: ASGIApp) -> ASGIApp:
+    """``application`` with :class:`FlowControl` and :class:`SharedThreads` around it."""
+    return FlowControl(SharedThreads(application))
+
+
 def get_asgi_application() -> ASGIApp:
     """Django's ASGI application (``django.core.asgi.get_asgi_application``) with
-    :class:`FlowControl` around it."""
+    :class:`FlowControl` and :class:`SharedThreads` around it."""
     from django.core.asgi import get_asgi_application as django_application
 
-    return FlowControl(django_application())
+    return wrap(django_application())
 
 
 def _twisted_request(send: Send) -> Any | None:

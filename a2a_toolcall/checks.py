@@ -488,7 +488,10 @@ def _check_redis_socket_timeout(alias: str, layer: dict[str, Any]) -> list[Check
 
 @register(deploy=True)
 def check_flow_control(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """``manage.py check --deploy``: the ASGI application has FlowControl around Django."""
+    """``manage.py check --deploy``: the ASGI application has FlowControl and SharedThreads
+    around Django."""
+    from a2a_toolcall.asgi import FlowControl, SharedThreads
+
     path = getattr(settings, "ASGI_APPLICATION", None)
     if not path:
         return []
@@ -496,29 +499,43 @@ def check_flow_control(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
         application = import_string(path)
     except ImportError:
         return []  # the server reports it, with its own traceback
-    if _asgi_chain_has_flow_control(application) is not False:
-        return []
-    return [
-        Warning(
-            f"ASGI_APPLICATION ({path}) serves Django without a2a_toolcall.asgi.FlowControl: "
-            "under daphne a client that reads a stream slowly makes the process buffer all it "
-            "has not read, and STREAM_BUFFER_LIMIT cannot apply.",
-            hint="In asgi.py: from a2a_toolcall.asgi import get_asgi_application; "
-            'application = get_asgi_application() (docs/server.md, "Slow readers"). Silence '
-            "a2a_toolcall.W014 if the site runs only under uvicorn, whose send() waits by itself.",
-            id="a2a_toolcall.W014",
+    messages: list[CheckMessage] = []
+    if _asgi_chain_has(application, FlowControl) is False:
+        messages.append(
+            Warning(
+                f"ASGI_APPLICATION ({path}) serves Django without a2a_toolcall.asgi.FlowControl: "
+                "under daphne a client that reads a stream slowly makes the process buffer all "
+                "it has not read, and STREAM_BUFFER_LIMIT cannot apply.",
+                hint="In asgi.py: from a2a_toolcall.asgi import get_asgi_application; "
+                'application = get_asgi_application() (docs/server.md, "Slow readers"). '
+                "Silence a2a_toolcall.W014 if the site runs only under uvicorn, whose send() "
+                "waits by itself.",
+                id="a2a_toolcall.W014",
+            )
         )
-    ]
+    if _asgi_chain_has(application, SharedThreads) is False:
+        messages.append(
+            Warning(
+                f"ASGI_APPLICATION ({path}) serves Django without "
+                "a2a_toolcall.asgi.SharedThreads: every request then starts a thread of its "
+                "own for its sync code (the ORM, sync middleware), and a burst of streams "
+                "opened at once starts as many threads and database connections.",
+                hint="In asgi.py: from a2a_toolcall.asgi import get_asgi_application; "
+                "application = get_asgi_application(), or a2a_toolcall.asgi.wrap(your_app) "
+                '(docs/deployment.md, "Bursts").',
+                id="a2a_toolcall.W015",
+            )
+        )
+    return messages
 
 
-def _asgi_chain_has_flow_control(application: Any, depth: int = 0) -> bool | None:
-    """True when FlowControl wraps Django's handler, False when the handler is reached without
-    it, None when the chain cannot be followed (an application this check does not know)."""
+def _asgi_chain_has(application: Any, kind: type, depth: int = 0) -> bool | None:
+    """True when a ``kind`` middleware wraps Django's handler, False when the handler is
+    reached without one, None when the chain cannot be followed (an application this check
+    does not know)."""
     from django.core.handlers.asgi import ASGIHandler
 
-    from a2a_toolcall.asgi import FlowControl
-
-    if isinstance(application, FlowControl):
+    if isinstance(application, kind):
         return True
     if depth > 8:
         return None
@@ -526,11 +543,11 @@ def _asgi_chain_has_flow_control(application: Any, depth: int = 0) -> bool | Non
         return False  # Django itself (ASGIStaticFilesHandler is one too, wrapping another)
     mapping = getattr(application, "application_mapping", None)  # channels' ProtocolTypeRouter
     if isinstance(mapping, dict) and "http" in mapping:
-        return _asgi_chain_has_flow_control(mapping["http"], depth + 1)
+        return _asgi_chain_has(mapping["http"], kind, depth + 1)
     for attribute in ("application", "app", "inner"):
         inner = getattr(application, attribute, None)
         if inner is not None and inner is not application:
-            return _asgi_chain_has_flow_control(inner, depth + 1)
+            return _asgi_chain_has(inner, kind, depth + 1)
     return None
 
 
@@ -542,6 +559,7 @@ def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
         ("RETAIN_AFTER_RESPONSE", (int, float), True),
         ("KEEPALIVE_INTERVAL", (int, float), False),
         ("STREAM_BUFFER_LIMIT", (int,), False),
+        ("SYNC_THREADS", (int,), False),
         ("FRAME_VALUE_LIMIT", (int,), False),
         ("TEXT_VALUE_LIMIT", (int,), False),
         ("LANGGRAPH_RECURSION_LIMIT", (int,), False),

@@ -64,6 +64,10 @@ DEFAULTS: Final[dict[str, Any]] = {
     # they arrive) before the stream closes; the client resumes with Last-Event-ID. Needs
     # a2a_toolcall.asgi.FlowControl under daphne (docs/server.md, "Slow readers").
     "STREAM_BUFFER_LIMIT": 1024 * 1024,
+    # Threads that run the sync code (the ORM, sync middleware) of all requests, with
+    # a2a_toolcall.asgi.SharedThreads: a burst of requests queues for them rather than starting
+    # a thread each. Each keeps its own database connections.
+    "SYNC_THREADS": 8,
     # Largest JSON-RPC request body accepted, in bytes (checked before parsing).
     "MAX_REQUEST_BYTES": 1024 * 1024,
     # Seconds CancelTask waits for the runtime to confirm before returning the task as it is.

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from a2a_toolcall import memory, store, throttle
 from a2a_toolcall.asgi import SCOPE_KEY as FLOW_CONTROL_KEY
+from a2a_toolcall.asgi import in_shared_thread
 from a2a_toolcall.auth import Caller, authenticate, unauthenticated
 from a2a_toolcall.card import build_card, default_agent_name
 from a2a_toolcall.conf import get_setting
@@ -522,7 +523,8 @@ def _release_request_thread() -> None:
     thread until the response ends: one idle thread per open stream. The stream no longer needs
     it (its database work is done and its connection closed), so the executor is shut down now;
     anything sync that runs later in the request (``request_finished``) gets a fresh one, which
-    Django shuts down as usual.
+    Django shuts down as usual. (Under :class:`a2a_toolcall.asgi.SharedThreads` the request has
+    no thread of its own and the stream does not call this.)
     """
     from asgiref.sync import SyncToAsync
 
@@ -611,8 +613,11 @@ def _stream(
         # start working.
         nonlocal settled
         settled = True
-        await sync_to_async(connections.close_all)()
-        _release_request_thread()
+        if not in_shared_thread():
+            # A thread and connections of this request's own (under SharedThreads they are
+            # the pool's, and other requests go on using them).
+            await sync_to_async(connections.close_all)()
+            _release_request_thread()
         await send_work()
 
     async def events() -> AsyncIterator[bytes]:

@@ -14,7 +14,7 @@ import os
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
-from a2a_toolcall.asgi import FlowControl
+from a2a_toolcall.asgi import wrap
 from a2a_toolcall.runtime.registry import warm_up
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
@@ -28,5 +28,7 @@ if os.environ.get("A2A_SERVE_STATIC", "1") != "0":
 
 # Flow control on streamed responses: a client that reads slowly is waited for, under daphne
 # as under uvicorn, and its stream closes past STREAM_BUFFER_LIMIT (docs/server.md, "Slow
-# readers"). A site with nothing to add uses a2a_toolcall.asgi.get_asgi_application().
-application = FlowControl(django_application)
+# readers"); and the sync code of all requests runs in SYNC_THREADS shared threads, not a
+# thread per request (docs/deployment.md, "Bursts"). A site with nothing to add uses
+# a2a_toolcall.asgi.get_asgi_application().
+application = wrap(django_application)

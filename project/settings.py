@@ -38,7 +38,9 @@ if os.environ.get("DJANGO_BEHIND_PROXY") == "1":
 FORCE_SCRIPT_NAME = os.environ.get("DJANGO_FORCE_SCRIPT_NAME") or None
 
 INSTALLED_APPS = [
-    # daphne first: `manage.py runserver` then serves ASGI, so SSE responses stream.
+    # The demo's own `runserver`: daphne's, listening with a backlog for bursts of streams.
+    "project",
+    # daphne next: `manage.py runserver` then serves ASGI, so SSE responses stream.
     "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
@@ -89,6 +91,10 @@ DATABASES = {
             "transaction_mode": "IMMEDIATE",
             "timeout": 20,
         },
+        # Requests' sync code runs in a2a_toolcall.asgi.SharedThreads' fixed threads
+        # (project/asgi.py): each keeps its connection rather than opening one per request.
+        "CONN_MAX_AGE": 60,
+        "CONN_HEALTH_CHECKS": True,
     }
 }
 
@@ -99,6 +105,8 @@ if os.environ.get("A2A_DEMO_POSTGRES"):
         "USER": os.environ.get("A2A_DEMO_POSTGRES_USER", "postgres"),
         "HOST": os.environ.get("A2A_DEMO_POSTGRES_HOST", "127.0.0.1"),
         "PORT": "5432",
+        "CONN_MAX_AGE": 60,
+        "CONN_HEALTH_CHECKS": True,
     }
 
 # The embedded default: one process, no Redis (the app's in-memory layer: channels' own, minus

@@ -1,5 +1,6 @@
-"""ASGI applications for check a2a_toolcall.W014's tests: Django alone, and with FlowControl
-around it, directly and under channels' ProtocolTypeRouter."""
+"""ASGI applications for checks a2a_toolcall.W014 and W015's tests: Django alone, with
+FlowControl only, and with both middlewares (``wrap``), directly and under channels'
+ProtocolTypeRouter."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from channels.routing import ProtocolTypeRouter
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
-from a2a_toolcall.asgi import FlowControl
+from a2a_toolcall.asgi import FlowControl, wrap
 
 plain = ASGIStaticFilesHandler(get_asgi_application())
 routed_plain = ProtocolTypeRouter({"http": get_asgi_application()})
-wrapped = FlowControl(get_asgi_application())
+flow_only = FlowControl(get_asgi_application())
+wrapped = wrap(get_asgi_application())
 routed_wrapped = ProtocolTypeRouter({"http": wrapped})

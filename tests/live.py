@@ -182,7 +182,8 @@ def live_server(
         if http == "uvicorn":
             web = ["-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)]
         else:
-            web = ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+            # A listen backlog for bursts (Twisted's default is 50), as docs/deployment.md says.
+            web = ["-m", "daphne", "-e", f"tcp:port={port}:interface=127.0.0.1:backlog=1024"]
         commands = [[sys.executable, *web, app]]
         if config == "redis":
             commands += [WORKER_COMMAND] * workers

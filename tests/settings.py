@@ -136,6 +136,8 @@ A2A_TOOLCALL = {
         "unsafe": "tests.agents.unsafe",
         "firehose": "tests.agents.firehose",
         "hostile_render": "tests.agents_render.hostile_render",
+        # One started frame, a sleep, the completed frame (tests/test_burst.py).
+        "bench": "project.bench_agent.bench_agent",
     },
     "DEFAULT_AGENT": os.environ.get("A2A_TEST_AGENT", "demo"),
     "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),
@@ -145,6 +147,8 @@ A2A_TOOLCALL = {
     "RUNTIME_LOST_AFTER": float(os.environ.get("A2A_TEST_LOST_AFTER", "30")),
     "TASK_LEASE": float(os.environ.get("A2A_TEST_LEASE", "10")),
     "API_KEY_HEADER": os.environ.get("A2A_TEST_API_KEY_HEADER", "X-API-Key"),
+    "SYNC_THREADS": int(os.environ.get("A2A_TEST_SYNC_THREADS", "8")),
+    "WORKER_CONCURRENCY": int(os.environ.get("A2A_TEST_WORKER_CONCURRENCY", "64")),
     "RUN_IN_PROCESS": False if LIVE_LAYER == "redis" else None,
     # Most tests call as anonymous clients (as the demo site allows); the access-control tests
     # turn it off (A2A_TEST_ANONYMOUS=0 for live servers, override_settings in process).

@@ -193,17 +193,23 @@ async def test_a_stream_resumed_after_the_task_ended_replays_the_rest(database: 
     )
 
 
+BOTH = ["a2a_toolcall.W014", "a2a_toolcall.W015"]
+
+
 @pytest.mark.parametrize(
     ("path", "warned"),
     [
-        ("tests.asgi_apps.plain", True),
-        ("tests.asgi_apps.routed_plain", True),
-        ("tests.asgi_apps.wrapped", False),
-        ("tests.asgi_apps.routed_wrapped", False),
-        ("project.asgi.application", False),
+        ("tests.asgi_apps.plain", BOTH),
+        ("tests.asgi_apps.routed_plain", BOTH),
+        ("tests.asgi_apps.flow_only", ["a2a_toolcall.W015"]),
+        ("tests.asgi_apps.wrapped", []),
+        ("tests.asgi_apps.routed_wrapped", []),
+        ("project.asgi.application", []),
     ],
 )
-def test_check_w014_finds_an_asgi_application_without_flow_control(path: str, warned: bool) -> None:
+def test_checks_w014_w015_find_an_asgi_application_without_the_middlewares(
+    path: str, warned: list[str]
+) -> None:
     with override_settings(ASGI_APPLICATION=path):
         found = [message.id for message in check_flow_control()]
-    assert found == (["a2a_toolcall.W014"] if warned else [])
+    assert found == warned
