@@ -54,7 +54,7 @@ __all__ = [
     "FlowControl",
     "SharedThreads",
     "get_asgi_application",
-    "in_shared_thread",
+    "uses_shared_threads",
     "wrap",
 ]
 
@@ -161,7 +161,7 @@ def _the_pool(size: int | None) -> _Pool:
     return _pool
 
 
-def in_shared_thread() -> bool:
+def uses_shared_threads() -> bool:
     """True when the running request's sync code goes to a :class:`SharedThreads` lane (its
     thread, and the thread's database connections, are shared with other requests)."""
     context = SyncToAsync.thread_sensitive_context.get(None)

@@ -237,12 +237,18 @@ class HubListener:
         await self._arrived.wait()
 
 
+KEEP_WRITTEN: Final = 16_384
+"""Bytes of a task's latest written events its hub keeps for streams that join late."""
+
+
 class TaskHub:
     """The events of one task recorded in this process, fanned out to its local streams.
 
     It holds the events the database does not have yet (all of them, when events are not
-    recorded): once written, an event is the store's to hand out, and a task's memory here
-    stays at what the journal has still to write, whatever the length of its timeline.
+    recorded), and the latest written ones up to ``KEEP_WRITTEN`` bytes (so that a stream
+    joining a task that just started, as every new task's stream does, reads no database):
+    older written events are the store's to hand out, and a task's memory here stays at what
+    the journal has still to write plus that, whatever the length of its timeline.
     """
 
     def __init__(self, task_id: str) -> None:
@@ -252,6 +258,9 @@ class TaskHub:
         self.closed = False
         self.stored = 0
         """Every event up to this seq was let go here: read it from the database."""
+        self._written = 0
+        """How many of :attr:`events` (from the left) are written."""
+        self._written_bytes = 0
 
     def publish(self, event: LoggedEvent) -> None:
         self.events.append(event)
@@ -260,11 +269,19 @@ class TaskHub:
             listener.put(event)
 
     def written(self, last: int) -> None:
-        """Every event up to ``last`` is in the database (the task's first, with its row; the
-        rest, in order, by the journal): let them go."""
+        """Every event up to ``last`` is in the database (in order, by the journal): let them
+        go, but for the latest ``KEEP_WRITTEN`` bytes of them."""
         events = self.events
-        while events and events[0].seq <= last:
-            self.stored = events.popleft().seq
+        count = self._written
+        while count < len(events) and events[count].seq <= last:
+            self._written_bytes += len(events[count].json)
+            count += 1
+        while count and self._written_bytes > KEEP_WRITTEN:
+            event = events.popleft()
+            self._written_bytes -= len(event.json)
+            self.stored = event.seq
+            count -= 1
+        self._written = count
 
     def backlog(self, after_seq: int) -> list[LoggedEvent]:
         """The events after ``after_seq`` held here (those up to :attr:`stored` are not)."""

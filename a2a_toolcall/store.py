@@ -346,10 +346,110 @@ async def create_task(
         metadata=metadata,
         request_text="\n".join(p.text for p in message.parts if p.text is not None),
     )
-    # In the thread the journal writes from, whose database connection lives on, rather than
-    # in the request's own thread, which would open (and close) a connection per task.
-    await in_shared_thread(functools.partial(row.save, force_insert=True))
+    # With the other tasks accepted meanwhile, in one transaction, in the thread the journal
+    # writes from (whose database connection lives on), not in a request's thread.
+    await _task_inserts().insert(row)
     return row
+
+
+class GroupInsert:
+    """Rows inserted together: the first one at once, and those that arrive while a write is
+    in flight all in the next write (one transaction; group commit).
+
+    A burst of requests creating tasks costs one transaction per write rather than one per
+    task, without delaying a lone one. If a write fails, its rows are tried one by one, so
+    that only a row that cannot be stored fails its caller.
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[Model, asyncio.Future[None]]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    async def insert(self, row: Model) -> None:
+        """Insert ``row``; return once it is committed (raises what its insert raised)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._pending.append((row, done))
+        if self._writer is None:
+            # A fresh context: the writer outlives the request that started it.
+            self._writer = loop.create_task(self._write(), context=contextvars.Context())
+        await done
+
+    async def _write(self) -> None:
+        batch: list[tuple[Model, asyncio.Future[None]]] = []
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    failures = await in_shared_thread(
+                        functools.partial(_insert_rows_sync, [row for row, _ in batch])
+                    )
+                except Exception as exc:
+                    failures = [exc] * len(batch)
+                for (_, done), failure in zip(batch, failures, strict=True):
+                    if done.done():
+                        continue  # its caller went away
+                    if failure is None:
+                        done.set_result(None)
+                    else:
+                        done.set_exception(failure)
+                batch = []
+        finally:
+            self._writer = None
+            # Stopped (the loop is closing): the callers fail rather than hang.
+            for _, done in [*batch, *self._pending]:
+                if not done.done():
+                    done.set_exception(RuntimeError("the insert stopped before writing"))
+            self._pending = []
+
+
+def _insert_rows_sync(rows: list[Model]) -> list[BaseException | None]:
+    """Insert ``rows`` in one transaction per database; if that fails, one at a time. What
+    each row's insert raised, or None."""
+    by_alias: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_alias.setdefault(router.db_for_write(type(row), instance=row), []).append(i)
+    failures: list[BaseException | None] = [None] * len(rows)
+    for using, indexes in by_alias.items():
+        group = [rows[i] for i in indexes]
+        try:
+            with transaction.atomic(using=using):
+                type(group[0])._default_manager.using(using).bulk_create(group)
+            continue
+        except Exception as exc:
+            _close_if_broken(using)
+            if len(group) == 1:
+                failures[indexes[0]] = exc
+                continue
+        for i in indexes:
+            try:
+                with transaction.atomic(using=using):
+                    rows[i].save(force_insert=True, using=using)
+            except Exception as exc:
+                _close_if_broken(using)
+                failures[i] = exc
+    return failures
+
+
+def _close_if_broken(using: str) -> None:
+    # A broken connection stays broken in this long-lived thread unless it is closed; the
+    # next write opens a new one.
+    connection = connections[using]
+    if connection.connection is not None and not connection.is_usable():
+        connection.close()
+
+
+_inserts: dict[asyncio.AbstractEventLoop, GroupInsert] = {}
+
+
+def _task_inserts() -> GroupInsert:
+    loop = asyncio.get_running_loop()
+    found = _inserts.get(loop)
+    if found is None:
+        for old in [old for old in _inserts if old.is_closed()]:
+            del _inserts[old]
+        found = _inserts[loop] = GroupInsert()
+    return found
 
 
 async def in_shared_thread(call: Callable[[], T]) -> T:
@@ -445,15 +545,41 @@ async def settle_unclaimed(task_id: str, state: TaskState) -> bool:
     return await in_shared_thread(functools.partial(_settle_sync, task_id, state))
 
 
+def _update_in_order(rows: Any, **values: Any) -> int:
+    """``rows.update(**values)``, taking the rows' locks in primary-key order.
+
+    Several processes update many task rows at once (the recorders' lease renewals, the
+    runtimes', the journal's batch): an ``UPDATE ... WHERE`` locks rows in whatever order its
+    scan meets them, so two of them can each hold a row the other waits for (PostgreSQL
+    reports a deadlock and fails one). Taking every lock in key order first makes such a
+    cycle impossible. Backends without row locks (SQLite locks the database) update as is.
+    """
+    connection = connections[rows.db]
+    if not connection.features.has_select_for_update:
+        return int(rows.update(**values))
+    with transaction.atomic(using=rows.db):
+        # FOR NO KEY UPDATE where there is one: the lock the UPDATE itself takes, which does
+        # not block the foreign-key checks of events being inserted for the same tasks.
+        no_key = bool(connection.features.has_select_for_no_key_update)
+        locking = rows.select_for_update(no_key=no_key).order_by("pk")
+        locked = list(locking.values_list("pk", flat=True))
+        if not locked:
+            return 0
+        return int(
+            rows.model._default_manager.using(rows.db).filter(pk__in=locked).update(**values)
+        )
+
+
 def _renew_runtime_sync(runtime_id: str, ids: list[str]) -> set[str]:
     until = timezone.now() + timedelta(seconds=lease_seconds())
     held: set[str] = set()
+    ids = sorted(ids)
     for i in range(0, len(ids), _ID_CHUNK):
         chunk = ids[i : i + _ID_CHUNK]
         rows = orm.Task.objects.filter(
             pk__in=chunk, runtime_id=runtime_id, state__in=RUNNING_STATES
         )
-        if rows.update(lease_expires_at=until) == len(chunk):
+        if _update_in_order(rows, lease_expires_at=until) == len(chunk):
             held.update(chunk)
         else:
             held.update(rows.values_list("pk", flat=True))
@@ -471,7 +597,7 @@ async def renew_runtime_leases(runtime_id: str, ids: Sequence[str]) -> set[str]:
 def _renew_recorder_sync(recorder_id: str) -> int:
     until = timezone.now() + timedelta(seconds=lease_seconds())
     rows = orm.Task.objects.filter(recorder_id=recorder_id, state__in=RUNNING_STATES)
-    return rows.update(recorder_expires_at=until)
+    return _update_in_order(rows, recorder_expires_at=until)
 
 
 async def renew_recorder_leases(recorder_id: str) -> int:
@@ -729,7 +855,9 @@ def write_batch_sync(writes: Sequence[TaskWrite]) -> None:
                 cursor.executemany(
                     sql, [_prepared(orm.TaskEvent, names, e, connection) for e in events]
                 )
-            for w in writes:
+            # In key order, as every write of several task rows takes their locks (see
+            # _update_in_order): no two of them can wait for each other.
+            for w in sorted(writes, key=lambda w: w.task_id):
                 if w.fields:
                     names = tuple(w.fields)
                     cursor.execute(

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from a2a_toolcall import memory, store, throttle
 from a2a_toolcall.asgi import SCOPE_KEY as FLOW_CONTROL_KEY
-from a2a_toolcall.asgi import in_shared_thread
+from a2a_toolcall.asgi import uses_shared_threads
 from a2a_toolcall.auth import Caller, authenticate, unauthenticated
 from a2a_toolcall.card import build_card, default_agent_name
 from a2a_toolcall.conf import get_setting
@@ -613,7 +613,7 @@ def _stream(
         # start working.
         nonlocal settled
         settled = True
-        if not in_shared_thread():
+        if not uses_shared_threads():
             # A thread and connections of this request's own (under SharedThreads they are
             # the pool's, and other requests go on using them).
             await sync_to_async(connections.close_all)()

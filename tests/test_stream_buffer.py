@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pytest
 from django.test import AsyncClient, override_settings
 
-from a2a_toolcall import store
+from a2a_toolcall import recorder, store
 from a2a_toolcall.bus import Bus
 from a2a_toolcall.checks import check_flow_control
 from a2a_toolcall.contract import TOOL_CALL_V1_URI
@@ -101,8 +101,9 @@ async def test_a_feed_whose_reader_falls_behind_raises_stream_behind() -> None:
 
 @pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
 async def test_a_hub_lets_written_events_go_and_a_feed_reads_them_from_the_store(
-    database: str,
+    database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(recorder, "KEEP_WRITTEN", 0)  # none of the written events kept
     task_id = str(uuid.uuid4())
     message = Message(message_id=uuid.uuid4().hex, role=Role.USER, parts=[Part(text="hi")])
     await store.create_task(
@@ -133,6 +134,25 @@ async def test_a_hub_lets_written_events_go_and_a_feed_reads_them_from_the_store
         assert seqs == list(range(1, 132))
     finally:
         del _hubs[task_id]
+
+
+def test_a_hub_keeps_its_latest_written_events_up_to_keep_written() -> None:
+    task_id = str(uuid.uuid4())
+    hub = TaskHub(task_id)
+    events = [status_event(task_id, seq) for seq in range(1, 301)]
+    for event in events:
+        hub.publish(event)
+    hub.written(250)
+    kept = [e for e in hub.events if e.seq <= 250]
+    assert kept and sum(len(e.json) for e in kept) <= recorder.KEEP_WRITTEN
+    assert sum(len(e.json) for e in events[: 250 - len(kept)][-1:] + kept) > recorder.KEEP_WRITTEN
+    assert [e.seq for e in hub.events] == list(range(hub.stored + 1, 301))
+    assert [e.seq for e in hub.backlog(0)] == list(range(hub.stored + 1, 301))
+    # A task that just started: everything written is still here for a stream that joins.
+    young = TaskHub(str(uuid.uuid4()))
+    young.publish(status_event(young.task_id, 1))
+    young.written(1)
+    assert [e.seq for e in young.events] == [1] and young.stored == 0
 
 
 @pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
