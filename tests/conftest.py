@@ -59,6 +59,11 @@ def database(request: pytest.FixtureRequest) -> Iterator[str]:
     routers.ALIAS = request.param
     yield request.param
     routers.ALIAS = "default"
+    # The store writes from asgiref's shared thread (store.in_shared_thread), whose
+    # connections live on: close them, or the test database cannot be dropped at the end.
+    from asgiref.sync import SyncToAsync
+
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result()
 
 
 @pytest.fixture
