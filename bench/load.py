@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import math
+import ssl
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 from pydantic_core import from_json
@@ -233,59 +238,203 @@ async def run_load(
 
 
 @dataclass
-class HoldHandle:
-    """Streams held open by ``open_held``: close them with ``close()``."""
+class BurstStream:
+    """One stream of a burst: when it got how far (s since the burst began), or why it broke."""
 
+    sent_s: float | None = None  # the client started the request
+    connected_s: float | None = None  # its TCP connection was established
+    response_s: float | None = None  # the response's status and headers
+    first_event_s: float | None = None  # the first SSE event (the Task)
+    first_frame_s: float | None = None  # the first tool-call-v1 frame (``started``)
+    ended_s: float | None = None  # the stream ended or broke before it was let go
+    failure: str | None = None  # why it broke: an exception's class, "HTTP <status>", ...
+
+
+@dataclass
+class Burst:
+    """S ``bench hold=<H>`` streams fired at once by ``open_burst``, still open until ``close()``.
+
+    ``opened_s``: when ``open_burst`` stopped waiting (every stream had its first tool frame or
+    had broken, or the deadline came); ``client_cpu_s``: the CPU this process (the client, one
+    core) used meanwhile: near ``opened_s``, the client bounded the opening.
+    """
+
+    streams: list[BurstStream]
+    hold: float
+    deadline: float
+    opened_s: float
+    client_cpu_s: float
     tasks: list[asyncio.Task[None]]
-    http: httpx.AsyncClient
+    clients: list[httpx.AsyncClient]
+
+    def held(self) -> int:
+        """How many streams are open and past their first tool frame now."""
+        return sum(1 for s in self.streams if s.first_frame_s is not None and s.ended_s is None)
+
+    def failures(self) -> dict[str, int]:
+        """Broken streams by kind; a stream without its tool frame by the deadline is a timeout
+        named by how far it got."""
+        kinds: Counter[str] = Counter()
+        d = self.deadline
+        for s in self.streams:
+            if s.failure is not None:
+                kinds[s.failure] += 1
+            elif s.first_frame_s is None or s.first_frame_s > d:
+                if s.connected_s is None or s.connected_s > d:
+                    kinds["timeout: not connected"] += 1
+                elif s.response_s is None or s.response_s > d:
+                    kinds["timeout: no response"] += 1
+                elif s.first_event_s is None or s.first_event_s > d:
+                    kinds["timeout: no first event"] += 1
+                else:
+                    kinds["timeout: no tool frame"] += 1
+        return dict(kinds.most_common())
+
+    def figures(self) -> dict[str, Any]:
+        """Counts within the deadline, times to all and per stream, failures by kind.
+
+        Times are from the burst's start (every request was fired then); ``None`` where there
+        is nothing to measure (no stream, or not every stream got there in time).
+        """
+        n, d = len(self.streams), self.deadline
+        events = _within([s.first_event_s for s in self.streams], d)
+        frames = _within([s.first_frame_s for s in self.streams], d)
+        sent = [s.sent_s for s in self.streams if s.sent_s is not None]
+        connected = _within([s.connected_s for s in self.streams], d)
+        failures = self.failures()
+        return {
+            "streams": n,
+            "deadline_s": d,
+            "connected": len(connected),
+            "opened_first_event": len(events),
+            "opened_first_frame": len(frames),
+            "all_first_event_s": max(events) / 1000 if events and len(events) == n else None,
+            "all_first_frame_s": max(frames) / 1000 if frames and len(frames) == n else None,
+            "first_event_p50_ms": _or_none(percentile(events, 50)),
+            "first_event_p99_ms": _or_none(percentile(events, 99)),
+            "first_event_max_ms": max(events, default=None),
+            "first_frame_p50_ms": _or_none(percentile(frames, 50)),
+            "first_frame_p99_ms": _or_none(percentile(frames, 99)),
+            "first_frame_max_ms": max(frames, default=None),
+            "requests_sent_s": max(sent, default=None),
+            "connect_p99_ms": _or_none(percentile(connected, 99)),
+            "wait_s": self.opened_s,
+            "client_cpu_s": self.client_cpu_s,
+            "failures": failures,
+            "failed": sum(failures.values()),
+            "ok": len(frames) == n and not failures,
+        }
 
     async def close(self) -> None:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
-        await self.http.aclose()
+        await asyncio.gather(*(http.aclose() for http in self.clients))
 
 
-async def open_held(endpoint: str, streams: int, hold: float) -> HoldHandle:
-    """Open ``streams`` ``bench hold=<hold>`` streams; return once each saw its started frame."""
-    http = client(streams, timeout=hold + 120)
-    ready = 0
-    all_ready = asyncio.Event()
-    failures: list[BaseException] = []
+def _within(times: list[float | None], deadline: float) -> list[float]:
+    """The times (s) that came by the deadline, in ms."""
+    return [at * 1000 for at in times if at is not None and at <= deadline]
 
-    async def one() -> None:
-        nonlocal ready
+
+def _or_none(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+async def open_burst(endpoint: str, streams: int, hold: float, deadline: float) -> Burst:
+    """Fire ``streams`` ``bench hold=<hold>`` requests at once (no ramp, one connection each).
+
+    Returns once every stream has its first tool frame or has broken, or at ``deadline``
+    seconds after the start, whichever is first; the streams stay open (and go on being
+    recorded) until ``Burst.close()``. Never raises for a stream: what broke is in the figures.
+    """
+    # A client (a pool of one connection) per stream, made before the burst: in one pool of S
+    # connections httpcore scans every connection for each request (O(S²) CPU in this
+    # process, 1,000 streams took seconds), which delayed the opening by itself.
+    tls = ssl.create_default_context()  # loaded once, not per client
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    clients = [
+        httpx.AsyncClient(
+            limits=limits, timeout=httpx.Timeout(hold + 120), verify=tls, trust_env=False
+        )
+        for _ in range(streams)
+    ]
+    records = [BurstStream() for _ in range(streams)]
+    pending = streams
+    settled = asyncio.Event()
+
+    def now() -> float:
+        return time.perf_counter() - begin
+
+    def resolved() -> None:
+        nonlocal pending
+        pending -= 1
+        if pending == 0:
+            settled.set()
+
+    async def one(record: BurstStream, http: httpx.AsyncClient) -> None:
         decoder = SSEDecoder()
         body = request_body(f"bench hold={hold:g}")
+        counted = False
+
+        async def trace(name: str, info: dict[str, Any]) -> None:
+            if name == "connection.connect_tcp.complete":
+                record.connected_s = now()
+
         try:
-            async with http.stream("POST", endpoint, content=body, headers=HEADERS) as response:
-                counted = False
+            record.sent_s = now()
+            async with http.stream(
+                "POST", endpoint, content=body, headers=HEADERS, extensions={"trace": trace}
+            ) as response:
+                record.response_s = now()
+                if response.status_code != 200:
+                    record.failure = f"HTTP {response.status_code}"
+                    return
                 async for chunk in response.aiter_bytes():
-                    if counted:
-                        continue
+                    if record.first_frame_s is not None:
+                        continue  # held: what follows is not measured
                     for event in decoder.feed(chunk):
-                        if TOOL_CALL_V1_MIME_TYPE in event.data and not counted:
+                        if record.first_event_s is None:
+                            record.first_event_s = now()
+                            message = from_json(event.data)
+                            if "error" in message:
+                                record.failure = "JSON-RPC error"
+                                return
+                            if "task" not in message.get("result", {}):
+                                record.failure = "first event not the Task"
+                                return
+                        elif TOOL_CALL_V1_MIME_TYPE in event.data:
+                            record.first_frame_s = now()
                             counted = True
-                            ready += 1
-                            if ready == streams:
-                                all_ready.set()
+                            resolved()
+                            break
+            ended = now()
+            if record.first_frame_s is None:
+                record.failure = "closed before the tool frame"
+            elif ended - record.first_frame_s < hold * 0.9:
+                record.failure = "closed while held"
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:
-            failures.append(exc)
-            all_ready.set()
+        except Exception as exc:
+            record.failure = type(exc).__name__
+        finally:
+            if not _cancelled():
+                record.ended_s = now()
+                if not counted:
+                    resolved()
 
-    tasks = [asyncio.create_task(one()) for _ in range(streams)]
-    handle = HoldHandle(tasks, http)
-    try:
-        await asyncio.wait_for(all_ready.wait(), timeout=hold)
-    except TimeoutError:
-        await handle.close()
-        raise LoadError(f"only {ready} of {streams} held streams opened within {hold} s") from None
-    if failures:
-        await handle.close()
-        raise LoadError(f"a held stream failed: {failures[0]!r}")
-    return handle
+    cpu = time.process_time()
+    begin = time.perf_counter()
+    tasks = [asyncio.create_task(one(r, c)) for r, c in zip(records, clients, strict=True)]
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(settled.wait(), timeout=deadline)
+    opened, cpu = now(), time.process_time() - cpu
+    return Burst(records, hold, deadline, opened, cpu, tasks, clients)
+
+
+def _cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def main() -> None:

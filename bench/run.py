@@ -2,9 +2,11 @@
 
 Starts every target server pinned to one core, drives them from this process pinned to the other
 with ``bench.load`` (every stream verified), interleaving the repetitions so drift hits every
-target alike, and measures each server's CPU from /proc. Then, per target, the memory and
-threads that idle open streams cost (``bench hold=<S>``). Writes ``docs/benchmarks.json`` and
-the results table in ``docs/benchmarks.md``.
+target alike, and measures each server's CPU from /proc. Then, per target and stream count S,
+a burst: S idle streams (``bench hold=<H>``) fired at once on a fresh server, how many open
+within a deadline and how fast, the server's thread peak while they open, and the memory and
+threads they cost once open. Writes ``docs/benchmarks.json`` and the results tables in
+``docs/benchmarks.md``; exits non-zero if a target is void or failed a burst.
 
     python -m bench.run                      # the full run (about 15 minutes)
     python -m bench.run --smoke --out /tmp/b  # seconds: every target, tiny load
@@ -25,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -35,12 +38,13 @@ from typing import Any
 import httpx
 import psycopg
 
-from bench.load import LoadError, open_held, run_load
+from bench.load import LoadError, open_burst, run_load
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") / 1024
 MARK_START, MARK_END = "<!-- results -->", "<!-- /results -->"
+SETTLE_S = 1.0  # after a burst has opened, before its memory and threads are read
 
 
 def free_port() -> int:
@@ -89,6 +93,50 @@ def threads(pid: int) -> int:
         if line.startswith("Threads:"):
             return int(line.split()[1])
     raise RuntimeError(f"no Threads line for {pid}")
+
+
+class ThreadPeak:
+    """The highest total thread count of some processes while the ``with`` block runs.
+
+    A background thread reads ``Threads:`` from /proc/<pid>/status of every pid every
+    ``interval`` seconds (a process that is gone counts 0); ``before`` is the first sample,
+    taken on entry, ``peak`` the highest of all, ``samples`` how many were taken.
+    """
+
+    def __init__(self, pids: list[int], interval: float = 0.005) -> None:
+        self.pids = pids
+        self.interval = interval
+        self.before = self.peak = self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="thread-peak", daemon=True)
+
+    def sample(self) -> int:
+        total = 0
+        for pid in self.pids:
+            try:
+                with open(f"/proc/{pid}/status", "rb") as status:
+                    text = status.read()
+            except OSError:
+                continue  # gone
+            at = text.index(b"Threads:") + 8
+            total += int(text[at : text.index(b"\n", at)])
+        self.samples += 1
+        self.peak = max(self.peak, total)
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def __enter__(self) -> ThreadPeak:
+        self.before = self.peak = self.sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
 
 
 # --- targets ------------------------------------------------------------------------------------
@@ -200,14 +248,13 @@ def start(target: Target, workdir: Path, core: int | None) -> None:
             check=True,
         )
         if target.server == "daphne":
+            # -b/-p listen with Twisted's backlog of 50: a burst of connections overflows it.
             server = [
                 sys.executable,
                 "-m",
                 "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(target.port),
+                "-e",
+                f"tcp:port={target.port}:interface=127.0.0.1:backlog=1024",
                 "project.asgi:application",
             ]
         else:
@@ -217,6 +264,8 @@ def start(target: Target, workdir: Path, core: int | None) -> None:
                 "uvicorn",
                 "--port",
                 str(target.port),
+                "--backlog",
+                "2048",
                 "--lifespan",
                 "off",
                 "--no-access-log",
@@ -233,6 +282,8 @@ def start(target: Target, workdir: Path, core: int | None) -> None:
             "uvicorn",
             "--port",
             str(target.port),
+            "--backlog",
+            "2048",
             "--no-access-log",
             "--log-level",
             "warning",
@@ -305,6 +356,7 @@ class Config:
     hold: list[int]
     hold_seconds: float
     fresh_for_hold: bool = True
+    burst_deadline: float = 10.0
 
 
 async def load_on(target: Target, **kwargs: Any) -> Any:
@@ -333,31 +385,80 @@ async def measure_load(target: Target, cfg: Config, concurrency: int, tasks: int
     return figures
 
 
-async def measure_hold(target: Target, streams: int, hold: float) -> dict[str, float]:
+async def measure_burst(target: Target, streams: int, cfg: Config) -> dict[str, Any]:
+    """Fire ``streams`` idle streams at ``target`` at once and measure the burst.
+
+    The ``bench.load.Burst`` figures (opened within the deadline, times, failures by kind),
+    the target's thread count before and at its peak while the streams open (sampled every
+    ~5 ms until every stream has its first tool frame or has broken, or the deadline), then
+    ``SETTLE_S`` later, with the streams held, its RSS and threads: their growth per stream
+    still held. ``ok`` is false if a stream did not get its first tool frame in time, broke, or
+    a server process exited.
+    """
     await asyncio.sleep(0.5)
     rss0, threads0 = target.rss_kib(), target.threads()
-    handle = await open_held(target.endpoint, streams, hold)
+    with ThreadPeak(target.pids) as peak:
+        burst = await open_burst(target.endpoint, streams, cfg.hold_seconds, cfg.burst_deadline)
     try:
-        await asyncio.sleep(1.0)  # let allocations settle
-        rss1, threads1 = target.rss_kib(), target.threads()
+        await asyncio.sleep(SETTLE_S)
+        held = burst.held()
+        alive = all(process.poll() is None for process in target.processes)
+        rss1, threads1 = (target.rss_kib(), target.threads()) if alive else (None, None)
     finally:
-        await handle.close()
-    return {
-        "streams": streams,
-        "rss_base_kib": rss0,
-        "rss_kib": rss1,
-        "rss_per_stream_kib": (rss1 - rss0) / streams,
-        "threads_base": threads0,
-        "threads": threads1,
-        "threads_per_stream": (threads1 - threads0) / streams,
-    }
+        await burst.close()
+    figures = burst.figures()
+    figures.update(
+        {
+            "threads_before": peak.before,
+            "threads_peak": peak.peak,
+            "threads_peak_added": peak.peak - peak.before,
+            "thread_samples": peak.samples,
+            "held_at_rest": held,
+            "rss_base_kib": rss0,
+            "rss_kib": rss1,
+            "rss_per_stream_kib": (rss1 - rss0) / held if rss1 is not None and held else None,
+            "threads_base": threads0,
+            "threads": threads1,
+            "threads_per_stream": (
+                (threads1 - threads0) / held if threads1 is not None and held else None
+            ),
+            "server_exited": not alive,
+        }
+    )
+    figures["ok"] = figures["ok"] and alive
+    return figures
 
 
-async def hold_once(target: Target, streams: int, cfg: Config) -> dict[str, float]:
-    figures = await measure_hold(target, streams, cfg.hold_seconds)
+def _num(value: float | None, digits: int = 0, suffix: str = "") -> str:
+    return "-" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def _failures(figures: dict[str, Any]) -> str:
+    kinds = [f"{n} {kind}" for kind, n in figures["failures"].items()]
+    if figures.get("server_exited"):
+        kinds.append("a server process exited")
+    return ", ".join(kinds) or "none"
+
+
+async def hold_once(target: Target, streams: int, cfg: Config) -> dict[str, Any]:
+    figures = await measure_burst(target, streams, cfg)
+    f = figures
     print(
-        f"  hold {streams} {target.name}: {figures['rss_per_stream_kib']:.1f} KiB and "
-        f"{figures['threads_per_stream']:.2f} threads per stream",
+        f"  burst {streams} {target.name}: {'PASS' if f['ok'] else 'FAIL'}; within "
+        f"{f['deadline_s']:g} s {f['connected']}/{streams} connected (p99 "
+        f"{_num(f['connect_p99_ms'])} ms), {f['opened_first_event']}/{streams} first events "
+        f"(all in {_num(f['all_first_event_s'], 2, ' s')}; p50/p99/max "
+        f"{_num(f['first_event_p50_ms'])}/{_num(f['first_event_p99_ms'])}/"
+        f"{_num(f['first_event_max_ms'])} ms), {f['opened_first_frame']}/{streams} tool "
+        f"frames (all in {_num(f['all_first_frame_s'], 2, ' s')}; p50/p99/max "
+        f"{_num(f['first_frame_p50_ms'])}/{_num(f['first_frame_p99_ms'])}/"
+        f"{_num(f['first_frame_max_ms'])} ms; all requests started by "
+        f"{_num(f['requests_sent_s'], 2, ' s')}, client CPU {f['client_cpu_s']:.2f} s over "
+        f"{f['wait_s']:.2f} s); failures: {_failures(f)}; threads "
+        f"{f['threads_before']} -> peak {f['threads_peak']} (+{f['threads_peak_added']}, "
+        f"{f['thread_samples']} samples); at rest, {f['held_at_rest']} held: "
+        f"{_num(f['rss_per_stream_kib'], 1)} KiB and {_num(f['threads_per_stream'], 2)} "
+        "threads per stream",
         flush=True,
     )
     return figures
@@ -410,26 +511,39 @@ async def run(
                     figures = await verified(target, measure_load(target, cfg, 1, cfg.c1_tasks))
                     if figures is not None:
                         single[target.name].append(figures)
-        held: dict[str, list[dict[str, float]]] = {t.name: [] for t in chosen}
+        held: dict[str, list[dict[str, Any]]] = {t.name: [] for t in chosen}
+        # A target that loses streams of a burst fails it: its figures are kept, the run goes
+        # on and ends with a failure status.
+        failed: dict[str, str] = {}
+
+        def burst_verdict(target: Target, streams: int, figures: dict[str, Any]) -> None:
+            held[target.name].append(figures)
+            if not figures["ok"]:
+                failed[f"{target.name} hold {streams}"] = (
+                    f"{figures['opened_first_frame']}/{streams} tool frames within "
+                    f"{figures['deadline_s']:g} s; failures: {_failures(figures)}"
+                )
+
         if not cfg.fresh_for_hold:  # the smoke run: the same servers
             for streams in cfg.hold:
                 for target in chosen:
                     if target.name not in void:
-                        held[target.name].append(await hold_once(target, streams, cfg))
+                        burst_verdict(target, streams, await hold_once(target, streams, cfg))
     for streams in cfg.hold if cfg.fresh_for_hold else ():
         for target in chosen:
             if target.name in void:
                 continue
             # A fresh server per measurement: its RSS grows from the same start each time.
             with running([target], workdir, server_core):
-                await load_on(target, concurrency=2, tasks=4, k=2, pad=cfg.pad)
                 try:
-                    held[target.name].append(await hold_once(target, streams, cfg))
+                    await load_on(target, concurrency=2, tasks=4, k=2, pad=cfg.pad)
                 except LoadError as exc:
                     void[f"{target.name} hold {streams}"] = str(exc)
                     print(f"  {target.name} hold {streams} is void: {exc}", flush=True)
                     held[target.name].append({"streams": streams, "void": str(exc)})
-    out: dict[str, Any] = {"targets": {}, "void": void}
+                    continue
+                burst_verdict(target, streams, await hold_once(target, streams, cfg))
+    out: dict[str, Any] = {"targets": {}, "void": void, "burst_failed": failed}
     for target in chosen:
         if target.name in void:
             out["targets"][target.name] = {"label": target.label, "void": void[target.name]}
@@ -534,24 +648,59 @@ def table(report: dict[str, Any]) -> str:
                 f"else during the run) used {_cell(services)} CPU ms per 1,000 frames on top "
                 "of the figure above.",
             ]
+    fresh = "fresh " if cfg["fresh_for_hold"] else ""
     lines += [
         "",
-        f"Idle open streams (`bench hold={cfg['hold_seconds']:g}`), growth of the server "
-        "processes' RSS and threads once every stream is open, per stream:",
+        f"A burst of idle streams: on a {fresh}server, S `bench hold={cfg['hold_seconds']:g}` "
+        f"streams fired at once (a connection each), {cfg['burst_deadline']:g} s to open: how "
+        "many had their first event (the Task) and their first tool frame within it, when all "
+        "had (from the burst's start), the p99 of the first tool frame, the server processes' "
+        "thread count at its peak while the streams opened (sampled every ~5 ms; added since "
+        f"before the burst), and {SETTLE_S:g} s after, with the streams held, the growth of "
+        "their RSS and threads per stream held. FAIL: a stream did not get its tool frame in "
+        "time or broke.",
         "",
-        "| target | " + " | ".join(f"{s} streams: KiB, threads" for s in cfg["hold"]) + " |",
-        "|---|" + "---|" * len(cfg["hold"]),
+        "| target | S | opened: first event / tool frame | all first events | all tool frames "
+        "| tool frame p99 ms | peak threads (added) | KiB per stream | threads per stream | |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    broken, bound = [], []
     for t in report["targets"].values():
         if "void" in t:
             continue
-        cells = [
-            "void"
-            if "void" in h
-            else f"{h['rss_per_stream_kib']:.1f}, {h['threads_per_stream']:.2f}"
-            for h in t["hold"]
+        for h in t["hold"]:
+            s = h["streams"]
+            if "void" in h:
+                lines.append(f"| {t['label']} | {s} | void: {h['void'][:160]} |" + " |" * 7)
+                continue
+            # Per stream held at rest: fewer than S when the burst failed.
+            partial = f" ({h['held_at_rest']} held)" if h["held_at_rest"] != s else ""
+            lines.append(
+                f"| {t['label']} | {s} | {h['opened_first_event']} / {h['opened_first_frame']} "
+                f"| {_num(h['all_first_event_s'], 2, ' s')} "
+                f"| {_num(h['all_first_frame_s'], 2, ' s')} | {_num(h['first_frame_p99_ms'])} "
+                f"| {h['threads_peak']} (+{h['threads_peak_added']}) "
+                f"| {_num(h['rss_per_stream_kib'], 1)}{partial} "
+                f"| {_num(h['threads_per_stream'], 2)}{partial} "
+                f"| {'PASS' if h['ok'] else '**FAIL**'} |"
+            )
+            if not h["ok"]:
+                broken.append(f"- {t['label']}, {s} streams: {_failures(h)}.")
+            if h["client_cpu_s"] >= 0.9 * h["wait_s"]:
+                bound.append(
+                    f"- {t['label']}, {s} streams: {h['client_cpu_s']:.2f} s of client CPU "
+                    f"in {h['wait_s']:.2f} s."
+                )
+    if broken:
+        lines += ["", "Failed bursts, the streams lost by kind:", "", *broken]
+    if bound:
+        lines += [
+            "",
+            "Bursts whose opening the client (one core, httpx) bounded, busy 90% of the time "
+            "or more: the server may open them faster than shown.",
+            "",
+            *bound,
         ]
-        lines.append(f"| {t['label']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -583,12 +732,18 @@ def main() -> None:
     parser.add_argument("--hold", default="200,1000", help="stream counts, comma-separated")
     parser.add_argument("--hold-seconds", type=float, default=60)
     parser.add_argument(
+        "--burst-deadline",
+        type=float,
+        default=10.0,
+        help="seconds for a burst's streams to open (default 10)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=ROOT / "docs" / "benchmarks", help="path without suffix"
     )
     parser.add_argument("--smoke", action="store_true", help="tiny figures, every check: seconds")
     args = parser.parse_args()
     if args.smoke:
-        cfg = Config(2, 4, 3, 10, 1, 2, [5], 3, fresh_for_hold=False)
+        cfg = Config(2, 4, 3, 10, 1, 2, [5], 4, fresh_for_hold=False, burst_deadline=2)
     else:
         cfg = Config(
             args.concurrency,
@@ -599,6 +754,13 @@ def main() -> None:
             args.c1_tasks,
             [int(s) for s in args.hold.split(",") if s],
             args.hold_seconds,
+            burst_deadline=args.burst_deadline,
+        )
+    if cfg.hold_seconds < cfg.burst_deadline + SETTLE_S + 1:
+        # Streams that end by themselves before their memory is read would not be held.
+        raise SystemExit(
+            f"--hold-seconds {cfg.hold_seconds:g} must be at least --burst-deadline "
+            f"{cfg.burst_deadline:g} + {SETTLE_S + 1:g}"
         )
     cores = (0, 1) if len(os.sched_getaffinity(0)) >= 2 else None
     if cores:
@@ -618,8 +780,13 @@ def main() -> None:
     report["environment"] = environment(cfg, cores)
     write(report, args.out)
     print(table(report))
+    problems = []
     if report["void"]:
-        raise SystemExit(f"void targets (a stream broke the workload's contract): {report['void']}")
+        problems.append(f"void targets (a stream broke the workload's contract): {report['void']}")
+    if report["burst_failed"]:
+        problems.append(f"failed bursts (streams lost): {report['burst_failed']}")
+    if problems:
+        raise SystemExit("\n".join(problems))
 
 
 if __name__ == "__main__":

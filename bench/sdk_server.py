@@ -113,7 +113,14 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=9200)
     args = parser.parse_args()
     app = build_app(f"http://127.0.0.1:{args.port}")
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        backlog=2048,
+        log_level="warning",
+        access_log=False,
+    )
 
 
 if __name__ == "__main__":
