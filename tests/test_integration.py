@@ -31,7 +31,7 @@ from packaging.requirements import Requirement
 
 from a2a_toolcall.contract import ToolCallCompleted, ToolCallStarted, parse_tool_call
 from a2a_toolcall.protocol.sse import SSEDecoder
-from tests.servers import free_port, server_command, serving
+from tests.servers import BIN, free_port, server_command, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -105,8 +105,20 @@ class Site:
         if server == "runserver":
             assert words[:2] == ["python", "manage.py"]
             return [sys.executable, *words[1:], "--noreload", f"127.0.0.1:{port}"]
-        (app,) = words[1:]
-        return server_command(server, app, port)
+        # As written, with the port put in its place (and the loopback interface): the
+        # README's options, the listen backlog for bursts among them, are kept.
+        command = [str(BIN / server), *words[1:]]
+        if server == "daphne":
+            (endpoint,) = [w for w in command if w.startswith("tcp:")]
+            assert ":backlog=" in endpoint, endpoint
+            command[command.index(endpoint)] = endpoint.replace(
+                "port=8000", f"port={port}:interface=127.0.0.1"
+            )
+        else:
+            assert "--backlog" in command, command
+            command[command.index("--port") + 1] = str(port)
+            command[1:1] = ["--host", "127.0.0.1"]
+        return command
 
 
 @pytest.fixture(scope="module")

@@ -72,3 +72,41 @@ def test_a2a_serve_static_0_leaves_static_files_to_the_web_server(tmp_path: Path
     command = server_command("uvicorn", "project.asgi:application", port)
     with serving(command, port=port, cwd=ROOT, env=env, log=tmp_path / "log") as base:
         assert httpx.get(base + "/static/a2a_toolcall/live.css").status_code == 404
+
+
+def listen_backlog(port: int) -> int:
+    """The backlog of the socket listening on ``port`` (``ss``: Send-Q of a listener)."""
+    import subprocess
+
+    out = subprocess.run(
+        ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out and out[0] == "LISTEN", out
+    return int(out[2])
+
+
+@pytest.mark.parametrize(("options", "backlog"), [((), 1024), (("--backlog", "300"), 300)])
+def test_the_demo_runserver_listens_with_a_backlog_for_bursts(
+    tmp_path: Path, options: tuple[str, ...], backlog: int
+) -> None:
+    import sys
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "DATABASE_PATH": str(tmp_path / "db.sqlite3"),
+    }
+    migrated(env)
+    command = [
+        sys.executable,
+        "manage.py",
+        "runserver",
+        "--noreload",
+        *options,
+        f"127.0.0.1:{port}",
+    ]
+    with serving(command, port=port, cwd=ROOT, env=env, log=tmp_path / "log") as base:
+        assert httpx.get(base + "/.well-known/agent-card.json").status_code == 200
+        # Twisted's default, and daphne's own runserver's, is 50.
+        assert listen_backlog(port) == backlog
