@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from django.db import connections, router, transaction
 from django.db.models import F, Model, Q
@@ -71,6 +71,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_I = TypeVar("_I")
+_R = TypeVar("_R")
 
 PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 """This process, as the recorder leases of the tasks it records name it."""
@@ -348,68 +350,72 @@ async def create_task(
     )
     # With the other tasks accepted meanwhile, in one transaction, in the thread the journal
     # writes from (whose database connection lives on), not in a request's thread.
-    await _task_inserts().insert(row)
+    await _group_commit("task inserts", _insert_rows_sync).run(row)
     return row
 
 
-class GroupInsert:
-    """Rows inserted together: the first one at once, and those that arrive while a write is
-    in flight all in the next write (one transaction; group commit).
+class GroupCommit(Generic[_I, _R]):
+    """Writes done together: the first one at once, and those that arrive while a write is in
+    flight all in the next one (one transaction; group commit).
 
-    A burst of requests creating tasks costs one transaction per write rather than one per
-    task, without delaying a lone one. If a write fails, its rows are tried one by one, so
-    that only a row that cannot be stored fails its caller.
+    A burst of tasks costs one transaction per write rather than one per task (a commit is
+    the expensive part: PostgreSQL waits for its log to reach the disk), without delaying a
+    lone write. ``write_sync`` does a batch in asgiref's shared thread and returns each item's
+    result or exception; if the batch's transaction fails, it tries the items one by one, so
+    that only an item that cannot be written fails its caller.
     """
 
-    def __init__(self) -> None:
-        self._pending: list[tuple[Model, asyncio.Future[None]]] = []
+    def __init__(self, write_sync: Callable[[list[_I]], list[_R | BaseException]]) -> None:
+        self._write_sync = write_sync
+        self._pending: list[tuple[_I, asyncio.Future[_R]]] = []
         self._writer: asyncio.Task[None] | None = None
 
-    async def insert(self, row: Model) -> None:
-        """Insert ``row``; return once it is committed (raises what its insert raised)."""
+    async def run(self, item: _I) -> _R:
+        """Write ``item``; its result once committed (raises what its write raised)."""
         loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        self._pending.append((row, done))
+        done: asyncio.Future[_R] = loop.create_future()
+        self._pending.append((item, done))
         if self._writer is None:
             # A fresh context: the writer outlives the request that started it.
             self._writer = loop.create_task(self._write(), context=contextvars.Context())
-        await done
+        return await done
 
     async def _write(self) -> None:
-        batch: list[tuple[Model, asyncio.Future[None]]] = []
+        batch: list[tuple[_I, asyncio.Future[_R]]] = []
         try:
             while self._pending:
                 batch, self._pending = self._pending, []
+                results: list[_R | BaseException]
                 try:
-                    failures = await in_shared_thread(
-                        functools.partial(_insert_rows_sync, [row for row, _ in batch])
+                    results = await in_shared_thread(
+                        functools.partial(self._write_sync, [item for item, _ in batch])
                     )
                 except Exception as exc:
-                    failures = [exc] * len(batch)
-                for (_, done), failure in zip(batch, failures, strict=True):
+                    results = [exc] * len(batch)
+                for (_, done), result in zip(batch, results, strict=True):
                     if done.done():
                         continue  # its caller went away
-                    if failure is None:
-                        done.set_result(None)
+                    if isinstance(result, BaseException):
+                        done.set_exception(result)
                     else:
-                        done.set_exception(failure)
+                        done.set_result(result)
                 batch = []
         finally:
             self._writer = None
             # Stopped (the loop is closing): the callers fail rather than hang.
             for _, done in [*batch, *self._pending]:
                 if not done.done():
-                    done.set_exception(RuntimeError("the insert stopped before writing"))
+                    done.set_exception(RuntimeError("the write stopped before it was done"))
             self._pending = []
 
 
 def _insert_rows_sync(rows: list[Model]) -> list[BaseException | None]:
-    """Insert ``rows`` in one transaction per database; if that fails, one at a time. What
-    each row's insert raised, or None."""
+    """Insert ``rows`` in one transaction per database (one ``bulk_create``); if that fails,
+    one at a time. What each row's insert raised, or None."""
     by_alias: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
         by_alias.setdefault(router.db_for_write(type(row), instance=row), []).append(i)
-    failures: list[BaseException | None] = [None] * len(rows)
+    results: list[BaseException | None] = [None] * len(rows)
     for using, indexes in by_alias.items():
         group = [rows[i] for i in indexes]
         try:
@@ -419,7 +425,7 @@ def _insert_rows_sync(rows: list[Model]) -> list[BaseException | None]:
         except Exception as exc:
             _close_if_broken(using)
             if len(group) == 1:
-                failures[indexes[0]] = exc
+                results[indexes[0]] = exc
                 continue
         for i in indexes:
             try:
@@ -427,8 +433,31 @@ def _insert_rows_sync(rows: list[Model]) -> list[BaseException | None]:
                     rows[i].save(force_insert=True, using=using)
             except Exception as exc:
                 _close_if_broken(using)
-                failures[i] = exc
-    return failures
+                results[i] = exc
+    return results
+
+
+def _run_jobs_sync(jobs: list[Callable[[], Any]]) -> list[Any]:
+    """Run ``jobs`` (ORM writes on the task tables) in one transaction; if that fails, each in
+    its own. Each job's result, or what it raised."""
+    using = router.db_for_write(orm.Task)
+    try:
+        with transaction.atomic(using=using):
+            results = [job() for job in jobs]
+        return results
+    except Exception as exc:
+        _close_if_broken(using)
+        if len(jobs) == 1:
+            return [exc]
+    results = []
+    for job in jobs:
+        try:
+            with transaction.atomic(using=using):
+                results.append(job())
+        except Exception as exc:
+            _close_if_broken(using)
+            results.append(exc)
+    return results
 
 
 def _close_if_broken(using: str) -> None:
@@ -439,16 +468,17 @@ def _close_if_broken(using: str) -> None:
         connection.close()
 
 
-_inserts: dict[asyncio.AbstractEventLoop, GroupInsert] = {}
+_group_commits: dict[tuple[asyncio.AbstractEventLoop, str], GroupCommit[Any, Any]] = {}
 
 
-def _task_inserts() -> GroupInsert:
+def _group_commit(name: str, write_sync: Callable[[list[Any]], list[Any]]) -> GroupCommit[Any, Any]:
+    """The running event loop's group commit called ``name``."""
     loop = asyncio.get_running_loop()
-    found = _inserts.get(loop)
+    found = _group_commits.get((loop, name))
     if found is None:
-        for old in [old for old in _inserts if old.is_closed()]:
-            del _inserts[old]
-        found = _inserts[loop] = GroupInsert()
+        for key in [key for key in _group_commits if key[0].is_closed()]:
+            del _group_commits[key]
+        found = _group_commits[loop, name] = GroupCommit(write_sync)
     return found
 
 
@@ -531,7 +561,10 @@ async def claim_task(task_id: str, runtime_id: str, attempt: int = 1) -> bool:
     canceled (or failed) before any runtime claimed it. One atomic UPDATE, which also gives the
     runtime its first lease (``TASK_LEASE``). ``attempt``: which run of the task (a retry or a
     resume is a new attempt, claimed like the first)."""
-    return await in_shared_thread(functools.partial(_claim_sync, task_id, runtime_id, attempt))
+    # With the other claims made meanwhile, in one transaction (a burst of tasks is claimed in
+    # a few commits, not one each).
+    claim = functools.partial(_claim_sync, task_id, runtime_id, attempt)
+    return bool(await _group_commit("claims", _run_jobs_sync).run(claim))
 
 
 def _settle_sync(task_id: str, state: TaskState) -> bool:

@@ -1,4 +1,4 @@
-"""Task rows created together go in together (``store.GroupInsert``), on SQLite and
+"""Task rows created together go in together (``store.GroupCommit``), on SQLite and
 PostgreSQL: every caller returns once its own row is committed, and a row that cannot be
 stored fails only its own caller."""
 
@@ -64,3 +64,20 @@ async def test_a_caller_that_goes_away_does_not_stop_the_others(database: str) -
     assert all(not isinstance(r, BaseException) for r in results[1:])
     stored = {pk async for pk in orm.Task.objects.using(database).values_list("pk", flat=True)}
     assert set(ids[1:]) <= stored  # the first may or may not have gone in with its group
+
+
+@pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
+async def test_claims_made_at_once_each_win_once(database: str) -> None:
+    ids = [str(uuid.uuid4()) for _ in range(40)]
+    await asyncio.gather(*(create(task_id) for task_id in ids))
+    # Two runtimes claim every task at the same moment: each task goes to exactly one.
+    claims = [store.claim_task(task_id, runtime) for task_id in ids for runtime in ("a", "b")]
+    won = await asyncio.gather(*claims)
+    assert [won[2 * i] + won[2 * i + 1] for i in range(len(ids))] == [1] * len(ids)
+    holders = {
+        pk: runtime
+        async for pk, runtime in orm.Task.objects.using(database).values_list("pk", "runtime_id")
+    }
+    assert {holders[task_id] for task_id in ids} <= {"a", "b"}
+    for i, task_id in enumerate(ids):
+        assert holders[task_id] == ("a" if won[2 * i] else "b")
