@@ -640,6 +640,8 @@ class Runtime:
         self._lingering: set[asyncio.Task[None]] = set()
         self._lingering_ids: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._claiming: set[asyncio.Task[None]] = set()
+        """Work requests taken from the bus whose claim is on its way (not yet running)."""
         self._serving: asyncio.Task[None] | None = None
         self.runtime_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         """This runtime, as its claims name it."""
@@ -783,25 +785,14 @@ class Runtime:
                 logger.exception("could not look for tasks waiting in the task store")
         while True:
             await slots.acquire()
-            cid: Any = None
             try:
                 request = await self.bus.receive_request()
-                cid = request.get("cid")
-                if isinstance(cid, str) and not await self.claim(cid, _attempt(request)):
-                    logger.info(
-                        "task %s: not claimed (canceled before pickup, or taken by another "
-                        "runtime); not run here",
-                        cid,
-                    )
-                    slots.release()
-                    continue
             except Exception:
-                # A layer or claim fault (Redis gone, say) must not end the loop in silence:
-                # said once with its cause, then the loop goes on taking work.
+                # A layer fault (Redis gone, say) must not end the loop in silence: said once
+                # with its cause, then the loop goes on taking work.
                 slots.release()
                 logger.exception(
-                    "the agent runtime could not take %s from the bus; retrying in %.0f s",
-                    f"task {cid}" if isinstance(cid, str) else "work",
+                    "the agent runtime could not take work from the bus; retrying in %.0f s",
                     SERVE_RETRY_DELAY,
                 )
                 await asyncio.sleep(SERVE_RETRY_DELAY)
@@ -809,7 +800,35 @@ class Runtime:
             except BaseException:
                 slots.release()
                 raise
+            # Claimed in a task of its own while the loop takes the next request: the claims
+            # of a burst of work go to the task store together (one transaction for those made
+            # at once) rather than one after another.
+            claiming = asyncio.ensure_future(self._claim_then_spawn(request, slots))
+            self._claiming.add(claiming)
+            claiming.add_done_callback(self._claiming.discard)
+
+    async def _claim_then_spawn(self, request: Mapping[str, Any], slots: asyncio.Semaphore) -> None:
+        """Claim the task of ``request`` and start it, holding the slot the serve loop took for
+        it (given back when it is not run)."""
+        cid = request.get("cid")
+        spawned = False
+        try:
+            if isinstance(cid, str) and not await self.claim(cid, _attempt(request)):
+                logger.info(
+                    "task %s: not claimed (canceled before pickup, or taken by another "
+                    "runtime); not run here",
+                    cid,
+                )
+                return
             self._spawn(request, slots=slots, acquired=True)
+            spawned = True
+        except Exception:
+            # A claim fault (the database gone, say): said with its cause. The task stays
+            # submitted in the store, where a runtime's pickup finds it.
+            logger.exception("the agent runtime could not claim task %s", cid)
+        finally:
+            if not spawned:
+                slots.release()
 
     def _spawn(
         self, request: Mapping[str, Any], *, slots: asyncio.Semaphore, acquired: bool
@@ -854,6 +873,13 @@ class Runtime:
             self._serving.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._serving
+        # Work taken but not yet claimed is not started either.
+        claiming = list(self._claiming)
+        for task in claiming:
+            task.cancel()
+        for task in claiming:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def drain(self, timeout: float) -> list[str]:
         """Wait up to ``timeout`` seconds for the running tasks to end (a task waiting for an
@@ -874,6 +900,13 @@ class Runtime:
             self._serving.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._serving
+        # Work taken but not yet claimed is not started either.
+        claiming = list(self._claiming)
+        for task in claiming:
+            task.cancel()
+        for task in claiming:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         for run in list(self._runs.values()):
             run.request_stop("park" if run.parkable else "shutdown", reason)
         if self._tasks:
