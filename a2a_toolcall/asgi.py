@@ -39,12 +39,16 @@ nothing but a mark in the scope that tells the streams it is there.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import functools
 import itertools
+import queue
 import sys
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from typing import Any, Final
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext
@@ -92,17 +96,28 @@ class FlowControl:
         await self.application(scope, receive, send)
 
 
-class _Lane(ThreadPoolExecutor):
+class _Lane(Executor):
     """One thread of the pool, with the count of calls given to it and not yet done.
 
-    Calls are given from the event loop's thread and finished on the lane's: each counter is
-    written by one thread only.
+    An executor of its own rather than a one-thread ``ThreadPoolExecutor``: a call made from
+    the event loop (``run_in_executor``, what ``sync_to_async`` does) gets an asyncio future
+    at once, with no ``concurrent.futures.Future`` (a lock and a condition each) chained to it.
+    Each sync call of a request (Django runs every ``MiddlewareMixin`` hook through
+    one: a dozen per request with startproject's middleware) cost the event loop 20 us of
+    CPU that way with a hundred calls in flight, and costs 8.5 here (``python -m bench.hops``).
+
+    ``given`` is written from the threads that submit (the event loop's), ``finished`` from
+    the lane's own: each counter by one thread only.
     """
 
     def __init__(self, name: str) -> None:
-        super().__init__(max_workers=1, thread_name_prefix=name)
         self.given = 0
         self.finished = 0
+        self._queue: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._shutdown = False
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+        _lanes_alive.add(self)
         self.context = ThreadSensitiveContext()
         # The lane's context maps to the lane for as long as the pool lives (asgiref keeps the
         # map weakly, by context).
@@ -112,14 +127,90 @@ class _Lane(ThreadPoolExecutor):
     def waiting(self) -> int:
         return self.given - self.finished
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn`` in the lane: an asyncio future of the running loop when called from
+        one (``run_in_executor`` takes it as it is), else a ``concurrent.futures.Future``."""
+        if self._shutdown:
+            raise RuntimeError("cannot schedule new calls after the lane was shut down")
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        future: asyncio.Future[Any] | Future[Any] = (
+            Future() if loop is None else loop.create_future()
+        )
         self.given += 1
-        future = super().submit(fn, *args, **kwargs)
-        future.add_done_callback(self._done)
+        self._queue.put((fn, args, kwargs, future, loop))
         return future
 
-    def _done(self, future: Future[Any]) -> None:
-        self.finished += 1
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if not self._shutdown:
+            self._shutdown = True
+            self._queue.put(None)
+        if wait and threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def _work(self) -> None:
+        get = self._queue.get
+        while True:
+            call = get()
+            if call is None:
+                break
+            fn, args, kwargs, future, loop = call
+            if loop is None:
+                assert isinstance(future, Future)
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(fn(*args, **kwargs))
+                    except BaseException as exc:
+                        future.set_exception(exc)
+            else:
+                assert isinstance(future, asyncio.Future)
+                if not future.cancelled():  # as a thread pool skips a canceled call
+                    try:
+                        result: tuple[bool, Any] = (True, fn(*args, **kwargs))
+                    except BaseException as exc:
+                        result = (False, exc)
+                    with contextlib.suppress(RuntimeError):  # that loop is closed
+                        loop.call_soon_threadsafe(_hand_back, future, *result)
+                    del result
+            self.finished += 1
+            del call, fn, args, kwargs, future, loop
+
+
+_Call = tuple[
+    Callable[..., Any],
+    tuple[Any, ...],
+    dict[str, Any],
+    "asyncio.Future[Any] | Future[Any]",
+    "asyncio.AbstractEventLoop | None",
+]
+
+
+def _hand_back(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    """On the event loop: settle the future of a call a lane has run."""
+    if future.done():
+        return  # canceled meanwhile
+    if ok:
+        future.set_result(value)
+    elif isinstance(value, StopIteration):
+        # An asyncio future refuses StopIteration (it would end the awaiting coroutine).
+        future.set_exception(RuntimeError(f"the call raised {value!r}"))
+    else:
+        future.set_exception(value)
+
+
+_lanes_alive: weakref.WeakSet[_Lane] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_lanes() -> None:
+    # The lanes are daemon threads (one blocked in its queue must not keep the interpreter
+    # alive); at exit each finishes what it was given before the interpreter goes.
+    for lane in list(_lanes_alive):
+        lane.shutdown(wait=False)
+    for lane in list(_lanes_alive):
+        lane._thread.join(timeout=5)
 
 
 class _Pool:
@@ -194,13 +285,25 @@ class SharedThreads:
 
 
 def wrap(application: ASGIApp) -> ASGIApp:
-    """``application`` with :class:`FlowControl` and :class:`SharedThreads` around it."""
+    """``application`` with :class:`FlowControl` and :class:`SharedThreads` around it.
+
+    Also raises the garbage collector's first threshold to ``GC_GEN0_THRESHOLD``
+    (:func:`a2a_toolcall.memory.tune_gc`; docs/deployment.md, "Bursts") once settings are
+    configured, as they are where an ASGI module calls this.
+    """
+    from django.conf import settings
+
+    if settings.configured:
+        from .conf import gc_threshold
+        from .memory import tune_gc
+
+        tune_gc(gc_threshold())
     return FlowControl(SharedThreads(application))
 
 
 def get_asgi_application() -> ASGIApp:
-    """Django's ASGI application (``django.core.asgi.get_asgi_application``) with
-    :class:`FlowControl` and :class:`SharedThreads` around it."""
+    """Django's ASGI application (``django.core.asgi.get_asgi_application``) passed through
+    :func:`wrap`."""
     from django.core.asgi import get_asgi_application as django_application
 
     return wrap(django_application())

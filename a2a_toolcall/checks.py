@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
@@ -551,6 +551,9 @@ def _asgi_chain_has(application: Any, kind: type, depth: int = 0) -> bool | None
     return None
 
 
+_NULLABLE_NUMBERS: Final = frozenset({"GC_GEN0_THRESHOLD"})
+
+
 def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
     errors: list[CheckMessage] = []
     for key, kind, zero_ok in (
@@ -560,6 +563,7 @@ def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
         ("KEEPALIVE_INTERVAL", (int, float), False),
         ("STREAM_BUFFER_LIMIT", (int,), False),
         ("SYNC_THREADS", (int,), False),
+        ("GC_GEN0_THRESHOLD", (int,), False),
         ("FRAME_VALUE_LIMIT", (int,), False),
         ("TEXT_VALUE_LIMIT", (int,), False),
         ("LANGGRAPH_RECURSION_LIMIT", (int,), False),
@@ -571,6 +575,9 @@ def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
         ("WORKER_SHUTDOWN_GRACE", (int, float), True),
     ):
         value = config[key]
+        nullable = key in _NULLABLE_NUMBERS
+        if value is None and nullable:
+            continue  # the setting's "leave it as it is"
         if (
             isinstance(value, bool)
             or not isinstance(value, kind)
@@ -578,6 +585,8 @@ def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
             or (value == 0 and not zero_ok)
         ):
             what = "a number >= 0" if zero_ok else "a positive number"
+            if nullable:
+                what += " or None"
             errors.append(
                 Error(
                     f"A2A_TOOLCALL['{key}'] must be {what}, not {value!r}.", id="a2a_toolcall.E005"

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-__all__ = ["DEFAULTS", "get_config", "get_setting"]
+__all__ = ["DEFAULTS", "gc_threshold", "get_config", "get_setting"]
 
 DEFAULTS: Final[dict[str, Any]] = {
     # Agents by name: {"name": "dotted.path.to.agent"}. The first is the default unless
@@ -68,6 +68,11 @@ DEFAULTS: Final[dict[str, Any]] = {
     # a2a_toolcall.asgi.SharedThreads: a burst of requests queues for them rather than starting
     # a thread each. Each keeps its own database connections.
     "SYNC_THREADS": 8,
+    # Allocations between two runs of the cyclic garbage collector's youngest generation, set
+    # by a2a_toolcall.asgi.wrap() (get_asgi_application()) and a2a_worker when the interpreter's is
+    # lower (CPython's is 700); None leaves the collector as it is (docs/deployment.md,
+    # "Bursts").
+    "GC_GEN0_THRESHOLD": 10_000,
     # Largest JSON-RPC request body accepted, in bytes (checked before parsing).
     "MAX_REQUEST_BYTES": 1024 * 1024,
     # Seconds CancelTask waits for the runtime to confirm before returning the task as it is.
@@ -151,6 +156,15 @@ def get_config() -> dict[str, Any]:
 def get_setting(name: str) -> Any:
     """One effective setting by name."""
     return get_config()[name]
+
+
+def gc_threshold() -> int | None:
+    """``GC_GEN0_THRESHOLD`` when it is a positive int, else None (leave the collector alone;
+    a wrong value is a2a_toolcall.E005's to report)."""
+    value = get_setting("GC_GEN0_THRESHOLD")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
 
 
 @receiver(setting_changed)

@@ -12,18 +12,24 @@ The hubs count the bytes of the events they hand out (:func:`churned`); each lea
 (every quarter of ``TASK_LEASE``) calls :func:`trim_if_due`, which trims once at least
 :data:`TRIM_AFTER` bytes went through since the last trim, and once more when the traffic
 stops. Elsewhere than glibc this does nothing.
+
+:func:`tune_gc` raises the cyclic garbage collector's first threshold (``GC_GEN0_THRESHOLD``):
+a burst of streams allocates tens of thousands of long-lived objects a second, and with
+CPython's default of 700 the collector walks the whole heap again and again while they arrive
+(a third of the event loop's time in a burst of 1,000 streams, docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import logging
 import time
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["TRIM_AFTER", "churned", "released", "trim", "trim_if_due"]
+__all__ = ["TRIM_AFTER", "churned", "released", "trim", "trim_if_due", "tune_gc"]
 
 logger = logging.getLogger(__name__)
 
@@ -99,3 +105,21 @@ def trim_if_due() -> bool:
     _active = False
     _quiet_rounds = 0
     return trim()
+
+
+def tune_gc(threshold: int | None) -> bool:
+    """Raise the collector's generation-0 threshold to ``threshold``; never lower it.
+
+    Leaves the collector alone when ``threshold`` is None, when the collector is disabled, or
+    when the threshold is already at least that high (the site set its own). Returns whether
+    it changed anything. Called by ``a2a_toolcall.asgi.wrap()`` (``get_asgi_application()``) and
+    ``manage.py a2a_worker`` with the ``GC_GEN0_THRESHOLD`` setting.
+    """
+    if threshold is None or not gc.isenabled():
+        return False
+    first, *rest = gc.get_threshold()
+    if first >= threshold:
+        return False
+    gc.set_threshold(threshold, *rest)
+    logger.debug("gc generation-0 threshold raised from %d to %d", first, threshold)
+    return True

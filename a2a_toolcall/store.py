@@ -437,20 +437,29 @@ def _insert_rows_sync(rows: list[Model]) -> list[BaseException | None]:
     return results
 
 
-def _run_jobs_sync(jobs: list[Callable[[], Any]]) -> list[Any]:
-    """Run ``jobs`` (ORM writes on the task tables) in one transaction; if that fails, each in
-    its own. Each job's result, or what it raised."""
+def _run_jobs_sync(jobs: list[tuple[str, Callable[[], Any]]]) -> list[Any]:
+    """Run ``jobs`` (ORM writes on the task rows named by each job's key) in one transaction,
+    in key order; if that fails, each in its own. Each job's result, or what it raised.
+
+    Key order because each job's UPDATE locks its row until the transaction ends: jobs run in
+    the order they arrived would lock a batch's rows in any order, and a process taking the
+    same rows' locks in key order (:func:`_update_in_order`) could then hold one this batch
+    waits for while waiting for one it holds (PostgreSQL fails one of them: a deadlock).
+    """
     using = router.db_for_write(orm.Task)
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i][0])
     try:
         with transaction.atomic(using=using):
-            results = [job() for job in jobs]
+            results: list[Any] = [None] * len(jobs)
+            for i in order:
+                results[i] = jobs[i][1]()
         return results
     except Exception as exc:
         _close_if_broken(using)
         if len(jobs) == 1:
             return [exc]
     results = []
-    for job in jobs:
+    for _, job in jobs:
         try:
             with transaction.atomic(using=using):
                 results.append(job())
@@ -564,7 +573,7 @@ async def claim_task(task_id: str, runtime_id: str, attempt: int = 1) -> bool:
     # With the other claims made meanwhile, in one transaction (a burst of tasks is claimed in
     # a few commits, not one each).
     claim = functools.partial(_claim_sync, task_id, runtime_id, attempt)
-    return bool(await _group_commit("claims", _run_jobs_sync).run(claim))
+    return bool(await _group_commit("claims", _run_jobs_sync).run((task_id, claim)))
 
 
 def _settle_sync(task_id: str, state: TaskState) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import pytest
 from django.db import IntegrityError
@@ -81,3 +82,23 @@ async def test_claims_made_at_once_each_win_once(database: str) -> None:
     assert {holders[task_id] for task_id in ids} <= {"a", "b"}
     for i, task_id in enumerate(ids):
         assert holders[task_id] == ("a" if won[2 * i] else "b")
+
+
+@pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
+def test_a_batch_of_claims_takes_its_rows_in_key_order(database: str) -> None:
+    # Each claim's UPDATE holds its row's lock until the batch commits; in arrival order a
+    # batch could hold one row another process (locking in key order) waits for while it
+    # waits for one that process holds. The batch runs its jobs in key order instead.
+    ran: list[str] = []
+    keys = [str(uuid.uuid4()) for _ in range(20)]
+
+    def job(key: str) -> Any:
+        def run() -> str:
+            ran.append(key)
+            return key.upper()
+
+        return run
+
+    results = store._run_jobs_sync([(key, job(key)) for key in keys])
+    assert ran == sorted(keys)
+    assert results == [key.upper() for key in keys]  # each caller still gets its own result

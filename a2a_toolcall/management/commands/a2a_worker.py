@@ -12,8 +12,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from a2a_toolcall import store
 from a2a_toolcall.bus import Bus
-from a2a_toolcall.conf import get_setting
+from a2a_toolcall.conf import gc_threshold, get_setting
 from a2a_toolcall.leases import ensure_keeper
+from a2a_toolcall.memory import tune_gc
 from a2a_toolcall.runtime import Runtime
 
 SHUTDOWN_REASON = "the worker is shutting down"
@@ -62,6 +63,7 @@ class Command(BaseCommand):
             grace = float(get_setting("WORKER_SHUTDOWN_GRACE"))
         if grace < 0:
             raise CommandError("--grace must not be negative")
+        tune_gc(gc_threshold())
         asyncio.run(self._serve(bus, options["concurrency"], grace))
 
     async def _serve(self, bus: Bus, concurrency: int | None, grace: float) -> None:
