@@ -355,11 +355,13 @@ class _BurstConnection(asyncio.Protocol):
         self,
         record: BurstStream,
         request: bytes,
+        hold: float,
         now: Callable[[], float],
-        resolved: Callable[[BurstStream], None],
+        resolved: Callable[[], None],
     ) -> None:
         self.record = record
         self.request = request
+        self.hold = hold
         self.now = now
         self.resolved = resolved
         self.transport: asyncio.Transport | None = None
@@ -396,7 +398,7 @@ class _BurstConnection(asyncio.Protocol):
             lines = head.split(b"\r\n")
             status = lines[0].split(b" ", 2)
             if len(status) < 2 or status[1] != b"200":
-                self._fail(f"HTTP {status[1].decode() if len(status) > 1 else '?'}")
+                self.fail(f"HTTP {status[1].decode() if len(status) > 1 else '?'}")
                 return
             headers = {
                 name.strip().lower(): value.strip()
@@ -415,8 +417,8 @@ class _BurstConnection(asyncio.Protocol):
                 record.failure = (
                     type(exc).__name__ if exc is not None else "closed before the tool frame"
                 )
-            else:
-                record.failure = "closed while held"
+            elif record.ended_s - record.first_frame_s < self.hold * 0.9:
+                record.failure = "closed while held"  # before its task could have ended
         self._resolve()
 
     # --- the body ------------------------------------------------------------------------------
@@ -460,17 +462,18 @@ class _BurstConnection(asyncio.Protocol):
                 record.first_event_s = self.now()
                 message = from_json(event.data)
                 if "error" in message:
-                    self._fail("JSON-RPC error")
+                    self.fail("JSON-RPC error")
                     return
                 if "task" not in message.get("result", {}):
-                    self._fail("first event not the Task")
+                    self.fail("first event not the Task")
                     return
             elif TOOL_CALL_V1_MIME_TYPE in event.data:
                 record.first_frame_s = self.now()
                 self._resolve()
                 return
 
-    def _fail(self, why: str) -> None:
+    def fail(self, why: str) -> None:
+        """The stream broke (``why``): recorded, counted, its connection closed."""
         self.record.failure = why
         self.record.ended_s = self.now()
         self._resolve()
@@ -481,7 +484,7 @@ class _BurstConnection(asyncio.Protocol):
     def _resolve(self) -> None:
         if not self._counted:
             self._counted = True
-            self.resolved(self.record)
+            self.resolved()
 
     def close(self) -> None:
         """Let the stream go (the end of the burst)."""
@@ -514,22 +517,20 @@ async def open_burst(endpoint: str, streams: int, hold: float, deadline: float) 
     def now() -> float:
         return time.perf_counter() - begin
 
-    def resolved(record: BurstStream) -> None:
+    def resolved() -> None:
         nonlocal pending
         pending -= 1
         if pending == 0:
             settled.set()
 
-    connections = [_BurstConnection(r, request, now, resolved) for r in records]
+    connections = [_BurstConnection(r, request, hold, now, resolved) for r in records]
 
     async def connect(connection: _BurstConnection) -> None:
         connection.record.sent_s = now()
         try:
             await loop.create_connection(lambda: connection, host, port)
         except OSError as exc:
-            connection.record.failure = type(exc).__name__
-            connection.record.ended_s = now()
-            connection._resolve()
+            connection.fail(type(exc).__name__)
 
     cpu = time.process_time()
     begin = time.perf_counter()

@@ -52,14 +52,14 @@ def test_tune_gc_leaves_a_disabled_collector_alone(threshold: None) -> None:
 def _threshold_after(module: str, setting: str | None = None) -> list[int]:
     """gc.get_threshold() in a fresh interpreter after importing an ASGI module."""
     script = (
-        "import gc, json, os\n"
+        "import ast, gc, json, os\n"
         f"setting = {setting!r}\n"
         "if setting is not None:\n"
         "    from django.conf import settings\n"
         "    import importlib\n"
         "    base = importlib.import_module(os.environ['DJANGO_SETTINGS_MODULE'])\n"
         "    config = dict(getattr(base, 'A2A_TOOLCALL', {}))\n"
-        "    config['GC_GEN0_THRESHOLD'] = eval(setting)\n"
+        "    config['GC_GEN0_THRESHOLD'] = ast.literal_eval(setting)\n"
         "    values = {k: getattr(base, k) for k in dir(base) if k.isupper()}\n"
         "    values['A2A_TOOLCALL'] = config\n"
         "    settings.configure(**values)\n"
