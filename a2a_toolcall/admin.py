@@ -51,7 +51,7 @@ from django.utils.text import Truncator
 from a2a_toolcall.apikeys import KEY_PREFIX, mint_api_key
 from a2a_toolcall.conf import get_setting
 from a2a_toolcall.csp import ADMIN_POLICY, Policy, apply_policy
-from a2a_toolcall.models import ApiKey, Task, TaskEvent, ToolCall
+from a2a_toolcall.models import ApiKey, PushDelivery, PushSender, Task, TaskEvent, ToolCall
 from a2a_toolcall.protocol.models import TaskState
 from a2a_toolcall.untrusted import is_web_url
 
@@ -67,6 +67,7 @@ CANCELLED_COLOUR = "#757575"  # neutral: a call stopped with its task is not the
 SHORT_ID = 8  # characters of a task id in the list; the change page shows it whole
 REQUEST_PREVIEW = 60  # characters of the request in the list
 OWNER_PREVIEW = 12  # characters of the owner's name in the list
+PUSH_ON_TASK_PAGE = 100  # push deliveries shown on a task's page (the rest: their own list)
 
 
 VIEW_ALL_TASKS: Final = "a2a_toolcall.view_all_tasks"
@@ -385,6 +386,10 @@ class TaskAdmin(ReadOnlyAdmin):
             context.update(self.timeline_context(task))
             # The live page follows a task as its caller, who sees only its own tasks.
             context["is_own_task"] = task.owner_kind == "user" and task.owner_id == request.user.pk
+            deliveries = list(task.push_deliveries.order_by("id")[: PUSH_ON_TASK_PAGE + 1])
+            context["push_deliveries"] = deliveries[:PUSH_ON_TASK_PAGE]
+            if len(deliveries) > PUSH_ON_TASK_PAGE:
+                context["push_deliveries_more"] = task.push_deliveries.count() - PUSH_ON_TASK_PAGE
         return super().change_view(request, object_id, form_url, context)
 
     def timeline_context(self, task: Task) -> dict[str, Any]:
@@ -782,3 +787,113 @@ class ApiKeyAdmin(PolicyAdmin):
             f"Revoked {len(revoking)} API key{'' if len(revoking) == 1 else 's'}.",
             messages.SUCCESS,
         )
+
+
+@admin.register(PushDelivery)
+class PushDeliveryAdmin(ReadOnlyAdmin):
+    """Push notifications sent or to be sent: every delivery's attempts, answer and error.
+
+    Read-only like the rest of the record; "retry now" puts deliveries back in the outbox (a
+    change: it needs the change permission on push deliveries).
+    """
+
+    list_display = (
+        "task_link",
+        "seq",
+        "url_short",
+        "status_badge",
+        "attempts",
+        "response_code",
+        "error_short",
+        "next_try",
+        "created_at",
+    )
+    list_filter = ("status",)
+    search_fields = ("=task__id", "url")
+    date_hierarchy = "created_at"
+    ordering = ("-id",)
+    list_select_related = ("task",)
+    show_full_result_count = False
+    actions = ("retry_now",)
+    fields = (
+        "task",
+        "seq",
+        "url",
+        "status",
+        "attempts",
+        "response_code",
+        "last_error",
+        "created_at",
+        "last_attempt_at",
+        "next_attempt_at",
+        "delivered_at",
+        "body",
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[PushDelivery]:
+        rows = super().get_queryset(request)
+        if not sees_all_tasks(request):
+            rows = rows.filter(task__owner_kind="user", task__owner_id=request.user.pk)
+        return rows
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        seen = PushSender.objects.order_by("-seen_at").first()
+        if seen is None:
+            note = "No push sender has run yet."
+        else:
+            ago = (timezone.now() - seen.seen_at).total_seconds()
+            note = f"Last push sender seen {ago:.0f} s ago ({seen.id})."
+        context = {**(extra_context or {}), "subtitle": note}
+        return super().changelist_view(request, context)
+
+    def has_retry_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("a2a_toolcall.change_pushdelivery"))
+
+    @admin.action(description="Retry now", permissions=["retry"])
+    def retry_now(self, request: HttpRequest, queryset: QuerySet[PushDelivery]) -> None:
+        """Back to the outbox, due at once, with a fresh count of attempts."""
+        from a2a_toolcall.models import PushConfig
+
+        rows = queryset.exclude(status=PushDelivery.Status.DELIVERED).filter(config__isnull=False)
+        configs = set(rows.values_list("config_id", flat=True))
+        count = rows.update(
+            status=PushDelivery.Status.PENDING, attempts=0, next_attempt_at=timezone.now()
+        )
+        PushConfig.objects.filter(pk__in=configs).update(retry_at=None)
+        skipped = queryset.count() - count
+        messages.success(
+            request,
+            f"{count} deliveries queued again."
+            + (f" {skipped} skipped (delivered, or their webhook was deleted)." if skipped else ""),
+        )
+
+    @admin.display(description="task")
+    def task_link(self, obj: PushDelivery) -> str:
+        return format_html(
+            '<a href="../task/{}/change/">{}</a>', obj.task_id, obj.task_id[:SHORT_ID]
+        )
+
+    @admin.display(description="webhook", ordering="url")
+    def url_short(self, obj: PushDelivery) -> str:
+        return format_html('<span title="{}">{}</span>', obj.url, Truncator(obj.url).chars(48))
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: PushDelivery) -> str:
+        colour = {"failed": FAILED_COLOUR, "delivered": STATE_COLOURS[TaskState.COMPLETED.value]}
+        return format_html(
+            '<span style="color:{}">{}</span>',
+            colour.get(obj.status, "inherit"),
+            obj.get_status_display(),
+        )
+
+    @admin.display(description="last error")
+    def error_short(self, obj: PushDelivery) -> str:
+        return format_html('<span title="{}">{}</span>', obj.last_error, obj.last_error[:120])
+
+    @admin.display(description="next try", ordering="next_attempt_at")
+    def next_try(self, obj: PushDelivery) -> str:
+        if obj.status != PushDelivery.Status.PENDING or obj.next_attempt_at is None:
+            return ""
+        return timezone.localtime(obj.next_attempt_at).strftime("%Y-%m-%d %H:%M:%S")

@@ -276,12 +276,31 @@ class SharedThreads:
             # in a context (a test client's, or an outer SharedThreads').
             await self.application(scope, receive, send)
             return
+        _start_background_work()
         lane = _the_pool(self.threads).pick()
         token = SyncToAsync.thread_sensitive_context.set(lane.context)
         try:
             await self.application(scope, receive, send)
         finally:
             SyncToAsync.thread_sensitive_context.reset(token)
+
+
+_started_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+
+
+def _start_background_work() -> None:
+    """On a loop's first request of any kind (a health check, the card): the lease keeper and
+    the push sender start, so a restarted process reaps orphaned tasks and sends the pending
+    push deliveries without waiting for an A2A call."""
+    loop = asyncio.get_running_loop()
+    if loop in _started_loops:
+        return
+    _started_loops.add(loop)
+    from .leases import ensure_keeper
+    from .push import ensure_sender
+
+    ensure_keeper()
+    ensure_sender()
 
 
 def wrap(application: ASGIApp) -> ASGIApp:

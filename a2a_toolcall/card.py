@@ -76,7 +76,7 @@ def build_card(endpoint_url: str, *, extended: bool = False) -> AgentCard:
         icon_url=config.get("iconUrl"),
         capabilities=AgentCapabilities(
             streaming=True,
-            push_notifications=False,
+            push_notifications=bool(get_setting("PUSH_NOTIFICATIONS")),
             extended_agent_card=extra is not None,
             extensions=[TOOL_CALL_EXTENSION],
         ),

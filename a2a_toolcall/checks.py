@@ -6,7 +6,7 @@ import re
 from typing import Any, Final
 
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, Warning, register
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
@@ -45,7 +45,65 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     errors += _check_hygiene(config)
     errors += _check_deployment(config)
     errors += _check_access(config)
+    errors += _check_push(config)
     return errors
+
+
+def _check_push(config: dict[str, Any]) -> list[CheckMessage]:
+    hosts = config["PUSH_ALLOWED_HOSTS"]
+    if not isinstance(hosts, list | tuple) or not all(isinstance(h, str) for h in hosts):
+        return [
+            Error(
+                f"A2A_TOOLCALL['PUSH_ALLOWED_HOSTS'] must be a list of host names, addresses or "
+                f"networks, not {hosts!r}.",
+                hint='For example ["hooks.internal", "10.1.0.0/16"] (docs/push.md).',
+                id="a2a_toolcall.E018",
+            )
+        ]
+    return []
+
+
+SENDER_SILENT_AFTER: Final = 60.0
+"""Seconds without a push sender's heartbeat (every 15 s) after which none is taken to run."""
+
+
+@register(Tags.database)
+def check_push_sender(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """``manage.py check --database default``: push notifications are queued for more than a
+    minute and no sender has been seen for as long (docs/push.md, "Senders")."""
+    if not databases or not get_config()["PUSH_NOTIFICATIONS"]:
+        return []
+    from datetime import timedelta
+
+    from django.db import DatabaseError
+    from django.utils import timezone
+
+    from a2a_toolcall.models import PushDelivery, PushSender
+
+    since = timezone.now() - timedelta(seconds=SENDER_SILENT_AFTER)
+    try:
+        waiting = PushDelivery.objects.filter(
+            status=PushDelivery.Status.PENDING, next_attempt_at__lt=since
+        ).count()
+        if not waiting or PushSender.objects.filter(seen_at__gte=since).exists():
+            return []
+    except DatabaseError:
+        return []  # not migrated yet: migrate's own checks say so
+    where = (
+        "the server processes and a2a_worker send them (PUSH_SENDER is True): is any running?"
+        if get_config()["PUSH_SENDER"]
+        else "PUSH_SENDER is False, so only `manage.py a2a_push` sends them: run it."
+    )
+    return [
+        Warning(
+            f"{waiting} push notification deliveries have been due for more than "
+            f"{SENDER_SILENT_AFTER:g} s and no push sender has been seen for as long.",
+            hint=where,
+            id="a2a_toolcall.W016",
+        )
+    ]
 
 
 def _import(path: object) -> tuple[Any, str | None]:
@@ -573,6 +631,13 @@ def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
         ("RUNTIME_LOST_AFTER", (int, float), False),
         ("TASK_LEASE", (int, float), False),
         ("WORKER_SHUTDOWN_GRACE", (int, float), True),
+        ("PUSH_TIMEOUT", (int, float), False),
+        ("PUSH_MAX_ATTEMPTS", (int,), False),
+        ("PUSH_RETRY_DELAY", (int, float), True),
+        ("PUSH_RETRY_MAX_DELAY", (int, float), True),
+        ("PUSH_CONCURRENCY", (int,), False),
+        ("PUSH_MAX_CONFIGS_PER_TASK", (int,), False),
+        ("PUSH_POLL_INTERVAL", (int, float), False),
     ):
         value = config[key]
         nullable = key in _NULLABLE_NUMBERS

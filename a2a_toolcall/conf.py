@@ -100,6 +100,31 @@ DEFAULTS: Final[dict[str, Any]] = {
     # rows: no admin timeline, no replay from another process. For measuring what recording
     # costs, or sites that must not keep tool payloads.
     "RECORD_EVENTS": True,
+    # --- push notifications (docs/push.md) ---
+    # Serve the push-notification methods and POST every event of a task with a webhook to it
+    # (the card says capabilities.pushNotifications). False: the methods answer -32003.
+    "PUSH_NOTIFICATIONS": True,
+    # Send the deliveries from every server process and a2a_worker (each takes its share of the
+    # outbox). False: only `manage.py a2a_push` sends them.
+    "PUSH_SENDER": True,
+    # Hosts a webhook may be on although they resolve to loopback, private or link-local
+    # addresses: names ("hooks.internal"), addresses or networks ("10.1.0.0/16").
+    "PUSH_ALLOWED_HOSTS": [],
+    # Seconds one delivery may take (connect, send, the response's status line).
+    "PUSH_TIMEOUT": 10.0,
+    # Attempts per delivery before it is given up (the first included), and the backoff between
+    # them: RETRY_DELAY seconds doubled per attempt up to RETRY_MAX_DELAY, each drawn at random
+    # from its upper half (jitter).
+    "PUSH_MAX_ATTEMPTS": 8,
+    "PUSH_RETRY_DELAY": 1.0,
+    "PUSH_RETRY_MAX_DELAY": 600.0,
+    # Webhooks one process sends to at once (each one delivery at a time, in order).
+    "PUSH_CONCURRENCY": 32,
+    # Webhooks one task may have.
+    "PUSH_MAX_CONFIGS_PER_TASK": 10,
+    # Seconds between two looks at the outbox for deliveries other processes queued or that
+    # are due for another attempt (this process's own new ones go out at once).
+    "PUSH_POLL_INTERVAL": 1.0,
     # --- access control (docs/security.md) ---
     # Authenticators tried in order (dotted paths); the first that recognises the request's
     # credentials decides who the caller is.

@@ -291,3 +291,90 @@ class ApiKey(models.Model):
     def is_usable(self) -> bool:
         """Neither revoked nor expired."""
         return not self.revoked and not self.is_expired
+
+
+class PushConfig(models.Model):
+    """A task's webhook (A2A ``TaskPushNotificationConfig``): where its events are POSTed.
+
+    The credentials are kept as given: they are sent with every delivery, so they cannot be
+    hashed. ``retry_at`` holds the sender back from the config while its oldest pending
+    delivery waits for its next attempt (deliveries go out in order, one at a time); the
+    ``sender_*`` pair is the claim of the process sending its deliveries now.
+    """
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="push_configs")
+    config_id = models.CharField(max_length=255, help_text="The id the client knows it by.")
+    url = models.URLField(max_length=2048)
+    token = models.CharField(max_length=512, blank=True)
+    auth_scheme = models.CharField(max_length=64, blank=True)
+    auth_credentials = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    sender_id = models.CharField(max_length=128, blank=True)
+    sender_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = (
+            models.UniqueConstraint(fields=["task", "config_id"], name="a2a_push_task_config"),
+        )
+        ordering = ("task", "id")
+        verbose_name = "push notification config"
+
+    def __str__(self) -> str:
+        return f"{self.config_id} → {self.url}"
+
+
+class PushDelivery(models.Model):
+    """One event of a task for one of its webhooks: the outbox row, and its record once sent.
+
+    Written in the transaction that stores the event (docs/push.md); sent at least once, in
+    ``id`` order per config, retried with backoff until it is delivered or given up.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        DELIVERED = "delivered", "delivered"
+        FAILED = "failed", "given up"
+        CANCELED = "canceled", "canceled"
+
+    config = models.ForeignKey(
+        PushConfig, on_delete=models.SET_NULL, null=True, blank=True, related_name="deliveries"
+    )
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="push_deliveries")
+    seq = models.PositiveIntegerField(help_text="The event's seq in the task's log.")
+    url = models.URLField(max_length=2048, help_text="The webhook, as when it was queued.")
+    body = models.JSONField(encoder=WireJSONEncoder, help_text="The StreamResponse sent.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = (
+            models.Index(fields=["status", "config"], name="a2a_push_pending"),
+            models.Index(fields=["task", "id"], name="a2a_push_task"),
+            models.Index(fields=["config", "id"], name="a2a_push_config_order"),
+        )
+        ordering = ("task", "id")
+        verbose_name = "push delivery"
+        verbose_name_plural = "push deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.task_id} #{self.seq} → {self.url} ({self.get_status_display()})"
+
+
+class PushSender(models.Model):
+    """A process sending push deliveries, as last seen (for the system check and the admin)."""
+
+    id = models.CharField(primary_key=True, max_length=128)
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "push sender"
+
+    def __str__(self) -> str:
+        return f"{self.id} (seen {self.seen_at:%Y-%m-%d %H:%M:%S})"

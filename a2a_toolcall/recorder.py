@@ -32,7 +32,7 @@ import logging
 import uuid
 from collections.abc import Coroutine, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from pydantic_core import to_json
 
@@ -672,7 +672,7 @@ class Recorder:
         events, self.unwritten = self.unwritten, []
         changed, self.changed_calls = self.changed_calls, set()
         if not self.record_events:
-            return TaskWrite(self.task_id, (), self._row_fields())
+            return TaskWrite(self.task_id, (), self._row_fields(), pushed=events)
         calls = [self._call_row(self.timeline[call_id]) for call_id in changed]
         return TaskWrite(self.task_id, events, self._row_fields(), calls)
 
@@ -1032,11 +1032,16 @@ SERVER_RESTARTED: Final = "the server restarted while the task ran"
 """The reason given to tasks an in-process runtime was running when its process stopped."""
 
 
+class _Queued(NamedTuple):
+    seq: int
+    json: str
+
+
 def _fail_orphan_sync(task_id: str, reason: str, abandoned: bool = False) -> bool:
     """Fail a running task no recorder records any more, in its log and its row (the open tool
     calls closed first). ``abandoned``: only if its recorder lease is still expired (the check
     and the write in one transaction, against a recorder that came back)."""
-    from django.db import router, transaction
+    from django.db import connections, router, transaction
 
     from a2a_toolcall import models as orm
 
@@ -1099,6 +1104,10 @@ def _fail_orphan_sync(task_id: str, reason: str, abandoned: bool = False) -> boo
             )
         )
         orm.TaskEvent.objects.bulk_create(events)
+        store.enqueue_push_sync(
+            connections[using],
+            [(row.id, [_Queued(e.seq, e.data.text) for e in events])],
+        )
         calls = [store.summary_entry(c) for c in row.tool_calls.order_by("order")]
         metadata = dict(row.metadata)
         if calls:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from a2a_toolcall import store
+from a2a_toolcall import push, store
 from a2a_toolcall.bus import (
     TOPIC_CANCEL,
     TOPIC_EVENTS,
@@ -38,6 +39,7 @@ from a2a_toolcall.protocol.models import (
     SendMessageRequest,
     StreamResponse,
     Task,
+    TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
     format_timestamp,
@@ -255,6 +257,14 @@ class EventFeed:
             )
 
 
+async def _save_push_config(row: Any, config: TaskPushNotificationConfig) -> None:
+    await store.in_shared_thread(
+        functools.partial(
+            push.save_config_sync, row, config, "params.configuration.taskPushNotificationConfig"
+        )
+    )
+
+
 class TaskService:
     """The operations behind the JSON-RPC methods."""
 
@@ -272,6 +282,7 @@ class TaskService:
         owner: store.Owner | None = None,
         auth_scheme: str = "",
         credential: str = "",
+        push_config: TaskPushNotificationConfig | None = None,
     ) -> Started:
         """Start a task for a new message, or deliver the answer to a task waiting for input.
 
@@ -281,11 +292,13 @@ class TaskService:
 
         ``owner``: the caller the task belongs to (None: unscoped, the server's own use); a
         follow-up reaches only the owner's tasks and a new task joins only the owner's context.
-        ``auth_scheme`` and ``credential`` go to the audit record.
+        ``auth_scheme`` and ``credential`` go to the audit record. ``push_config`` (checked
+        by :func:`a2a_toolcall.push.check_config`) is stored for the task before its first
+        event, so its webhook gets every one.
         """
         message = request.message
         if message.task_id:
-            return await self._continue(message, owner)
+            return await self._continue(message, owner, push_config)
         if message.context_id and owner is not None:
             await store.check_context(message.context_id, owner)
         task_id = str(uuid.uuid4())
@@ -305,6 +318,8 @@ class TaskService:
             credential=credential,
             recorder_id=PROCESS_ID,
         )
+        if push_config is not None:
+            await _save_push_config(row, push_config)
         log_transition(task_id, "accepted", agent=agent, context_id=context_id)
         ensure_keeper()  # renews this process's recorder leases, reaps expired ones
         recorder = Recorder(
@@ -336,7 +351,12 @@ class TaskService:
         stream.expected = first_seq
         return stream
 
-    async def _continue(self, message: Message, owner: store.Owner | None) -> Started:
+    async def _continue(
+        self,
+        message: Message,
+        owner: store.Owner | None,
+        push_config: TaskPushNotificationConfig | None = None,
+    ) -> Started:
         assert message.task_id is not None
         row = await store.load_row(message.task_id, owner)
         state = row.task_state
@@ -360,6 +380,8 @@ class TaskService:
                 violations=[jsonrpc.FieldViolation("params.message.contextId", "wrong context")],
             )
         message = message.model_copy(update={"context_id": row.context_id})
+        if push_config is not None:
+            await _save_push_config(row, push_config)
         text = "\n".join(p.text for p in message.parts if p.text is not None)
         answer = {
             "requestId": row.pending_request_id,

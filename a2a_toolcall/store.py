@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from django.db import connections, router, transaction
 from django.db.models import F, Model, Q
@@ -24,6 +24,7 @@ from django.db.models.constants import OnConflict
 from django.utils import timezone
 
 from a2a_toolcall import models as orm
+from a2a_toolcall.conf import get_setting
 from a2a_toolcall.contract import TOOL_CALL_V1_URI
 from a2a_toolcall.protocol import jsonrpc
 from a2a_toolcall.protocol.models import (
@@ -43,13 +44,16 @@ __all__ = [
     "Expired",
     "LoggedEvent",
     "Owner",
+    "Pushable",
     "StoreClaims",
     "TaskWrite",
+    "add_push_waker",
     "adopt_parked",
     "check_context",
     "claim_task",
     "create_task",
     "current_snapshot",
+    "enqueue_push_sync",
     "events_after",
     "expired_leases",
     "get_task",
@@ -854,16 +858,19 @@ class TaskWrite:
     events: Sequence[LoggedEvent] = ()
     fields: dict[str, Any] = field(default_factory=dict)
     calls: Sequence[dict[str, Any]] = ()
+    pushed: Sequence[LoggedEvent] = ()
+    """Events not logged (``RECORD_EVENTS`` off) that still go to the task's webhooks."""
 
 
-def write_batch_sync(writes: Sequence[TaskWrite]) -> None:
+def write_batch_sync(writes: Sequence[TaskWrite]) -> int:
     """Write several tasks' events, tool calls and rows in one transaction (sync).
 
     This is the hottest write of the app, so it is three prepared statements rather than ORM
     querysets (whose SQL compilation per value costs more than the writes): one ``executemany``
     upsert of the changed calls, one ``executemany`` insert of the events, one ``UPDATE`` per
     task row. Values are prepared by the models' own fields, so they are stored exactly as the
-    ORM would store them.
+    ORM would store them. The push deliveries of the events go into the outbox in the same
+    transaction (:func:`enqueue_push_sync`); returns how many.
     """
     using = router.db_for_write(orm.TaskEvent)
     connection = connections[using]
@@ -897,6 +904,9 @@ def write_batch_sync(writes: Sequence[TaskWrite]) -> None:
                 cursor.executemany(
                     sql, [_prepared(orm.TaskEvent, names, e, connection) for e in events]
                 )
+            queued = enqueue_push_sync(
+                connection, [(w.task_id, w.events or w.pushed) for w in writes]
+            )
             # In key order, as every write of several task rows takes their locks (see
             # _update_in_order): no two of them can wait for each other.
             for w in sorted(writes, key=lambda w: w.task_id):
@@ -911,6 +921,89 @@ def write_batch_sync(writes: Sequence[TaskWrite]) -> None:
         # the next write opens a new one.
         connection.close()
         raise
+    return queued
+
+
+_DELIVERY_FIELDS = (
+    "config",
+    "task",
+    "seq",
+    "url",
+    "body",
+    "status",
+    "attempts",
+    "created_at",
+    "next_attempt_at",
+    "last_error",
+)
+_IN_CHUNK = 500
+"""Task ids per ``IN (...)`` list (well under every backend's limit of parameters)."""
+
+
+class Pushable(Protocol):
+    """An event as the outbox takes it: its seq and its StreamResponse JSON."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def json(self) -> bytes | str: ...
+
+
+def enqueue_push_sync(connection: Any, writes: Sequence[tuple[str, Sequence[Pushable]]]) -> int:
+    """Queue a push delivery of each event for each webhook of its task, in the caller's
+    transaction on ``connection``; returns how many (docs/push.md, "Delivery").
+
+    One ``SELECT`` of the batch's configs (by task, indexed); nothing more for tasks without.
+    """
+    events = {task_id: list(found) for task_id, found in writes if found}
+    if not events or not get_setting("PUSH_NOTIFICATIONS"):
+        return 0
+    quote = connection.ops.quote_name
+    table = quote(orm.PushConfig._meta.db_table)
+    ids = sorted(events)
+    configs: list[tuple[int, str, str]] = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(
+                f"SELECT {quote('id')}, {quote('task_id')}, {quote('url')} FROM {table} "  # noqa: S608
+                f"WHERE {quote('task_id')} IN ({marks}) ORDER BY {quote('id')}",
+                chunk,
+            )
+            configs.extend(cursor.fetchall())
+        if not configs:
+            return 0
+        now = timezone.now()
+        rows = [
+            {
+                "config": config_id,
+                "task": task_id,
+                "seq": event.seq,
+                "url": url,
+                "body": orm.RawJSON(event.json),
+                "status": orm.PushDelivery.Status.PENDING,
+                "attempts": 0,
+                "created_at": now,
+                "next_attempt_at": now,
+                "last_error": "",
+            }
+            for config_id, task_id, url in configs
+            for event in events[task_id]
+        ]
+        sql, names = _insert_sql(connection, orm.PushDelivery, _DELIVERY_FIELDS)
+        cursor.executemany(sql, [_prepared(orm.PushDelivery, names, r, connection) for r in rows])
+    return len(rows)
+
+
+_push_wakers: list[Callable[[], None]] = []
+
+
+def add_push_waker(wake: Callable[[], None]) -> None:
+    """Call ``wake`` (in the event loop) after this process queued push deliveries."""
+    if wake not in _push_wakers:
+        _push_wakers.append(wake)
 
 
 _EVENT_FIELDS = ("task", "seq", "kind", "state", "emitted_at", "data")
@@ -966,7 +1059,9 @@ def _update_sql(connection: Any, model: type[Model], names: tuple[str, ...]) -> 
 
 async def write_batch(writes: Sequence[TaskWrite]) -> None:
     """Write several tasks' events, tool calls and rows in one transaction."""
-    await in_shared_thread(functools.partial(write_batch_sync, writes))
+    if await in_shared_thread(functools.partial(write_batch_sync, writes)):
+        for wake in list(_push_wakers):
+            wake()
 
 
 async def events_after(task_id: str, seq: int, limit: int = 1000) -> list[LoggedEvent]:

@@ -24,7 +24,7 @@ from django.utils.http import http_date, parse_http_date_safe
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
-from a2a_toolcall import memory, store, throttle
+from a2a_toolcall import memory, push, store, throttle
 from a2a_toolcall.asgi import SCOPE_KEY as FLOW_CONTROL_KEY
 from a2a_toolcall.asgi import uses_shared_threads
 from a2a_toolcall.auth import Caller, authenticate, unauthenticated
@@ -35,7 +35,10 @@ from a2a_toolcall.leases import ensure_keeper
 from a2a_toolcall.protocol import jsonrpc, v03
 from a2a_toolcall.protocol.models import (
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Message,
     SendMessageRequest,
@@ -43,6 +46,7 @@ from a2a_toolcall.protocol.models import (
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
+    TaskPushNotificationConfig,
 )
 from a2a_toolcall.protocol.sse import encode_comment, encode_event
 from a2a_toolcall.recorder import start_in_background
@@ -180,7 +184,7 @@ class Call:
         """Whose tasks this call may see and make."""
         return self.caller.owner(tenant)
 
-    def answer(self, result: BaseModel | dict[str, Any]) -> HttpResponse:
+    def answer(self, result: BaseModel | dict[str, Any] | list[Any] | None) -> HttpResponse:
         """The JSON-RPC success response."""
         response = HttpResponse(
             jsonrpc.success_response(self.id, result), content_type="application/json"
@@ -323,6 +327,7 @@ async def jsonrpc_endpoint(request: HttpRequest) -> HttpResponseBase:
             mapped = method
         await sweep_orphans_once()
         ensure_keeper()  # this process takes part in renewing and reaping task leases
+        push.ensure_sender()  # and in sending the push outbox (PUSH_SENDER)
         # Who is calling, before anything is read or stored on its behalf.
         caller = await authenticate(request)
         await throttle.check_rate(caller)
@@ -352,6 +357,8 @@ def _task_result(call: Call, task: Task) -> HttpResponse:
 
 
 async def _send(call: Call, params: SendMessageRequest, *, dispatch: bool) -> Any:
+    _check_message(params)
+    push_config = await _inline_push_config(params)
     owner = call.owner(params.tenant)
     if not params.message.task_id:
         await throttle.check_running(owner)
@@ -362,12 +369,12 @@ async def _send(call: Call, params: SendMessageRequest, *, dispatch: bool) -> An
         owner=owner,
         auth_scheme=call.caller.scheme,
         credential=call.caller.credential,
+        push_config=push_config,
     )
 
 
 async def send_message(call: Call) -> HttpResponseBase:
     params: SendMessageRequest = _params(SendMessageRequest, call)
-    _check_message(params)
     service = _service()
     started = await _send(call, params, dispatch=True)
     config = params.configuration
@@ -386,7 +393,6 @@ async def send_message(call: Call) -> HttpResponseBase:
 
 async def send_streaming_message(call: Call) -> HttpResponseBase:
     params: SendMessageRequest = _params(SendMessageRequest, call)
-    _check_message(params)
     service = _service()
     started = await _send(call, params, dispatch=False)
     first = [StreamResponse(task=started.snapshot)] if started.snapshot is not None else []
@@ -412,8 +418,21 @@ def _check_message(params: SendMessageRequest) -> None:
             "Invalid parameters: params.configuration.historyLength must not be negative",
             violations=[jsonrpc.FieldViolation("params.configuration.historyLength", ">= 0")],
         )
-    if config and config.task_push_notification_config is not None:
-        raise jsonrpc.PushNotificationNotSupportedError()
+
+
+async def _inline_push_config(params: SendMessageRequest) -> TaskPushNotificationConfig | None:
+    """The message's own webhook (``configuration.taskPushNotificationConfig``), checked."""
+    config = params.configuration
+    if config is None or config.task_push_notification_config is None:
+        return None
+    if not push.push_enabled():
+        raise jsonrpc.PushNotificationNotSupportedError(
+            "Push notifications are not supported (capabilities.pushNotifications is false): "
+            "send the message without configuration.taskPushNotificationConfig"
+        )
+    return await push.check_config(
+        config.task_push_notification_config, "params.configuration.taskPushNotificationConfig"
+    )
 
 
 async def get_task(call: Call) -> HttpResponseBase:
@@ -476,10 +495,67 @@ async def get_extended_agent_card(call: Call) -> HttpResponseBase:
     return call.answer(card)
 
 
-async def push_notifications(call: Call) -> HttpResponseBase:
-    raise jsonrpc.PushNotificationNotSupportedError(
-        "Push notifications are not supported (capabilities.pushNotifications is false)"
+def _push_task_id(task_id: str | None) -> str:
+    if not push.push_enabled():
+        # Spec 3.3.4: with capabilities.pushNotifications false, every push method is -32003.
+        raise jsonrpc.PushNotificationNotSupportedError(
+            "Push notifications are not supported (capabilities.pushNotifications is false)"
+        )
+    if not task_id:
+        raise jsonrpc.InvalidParamsError(
+            "Invalid parameters: params.taskId: the task's id is required",
+            violations=[jsonrpc.FieldViolation("params.taskId", "required")],
+        )
+    return task_id
+
+
+def _push_config_result(call: Call, config: TaskPushNotificationConfig) -> HttpResponse:
+    if call.dialect == "0.3":
+        return call.answer(v03.push_config_to_v03(config))
+    return call.answer(config)
+
+
+async def create_push_config(call: Call) -> HttpResponseBase:
+    _push_task_id("-")  # -32003 before anything else when push is off
+    params: TaskPushNotificationConfig = _params(TaskPushNotificationConfig, call)
+    row = await store.load_row(_push_task_id(params.task_id), call.owner(params.tenant))
+    return _push_config_result(call, await push.create_config(row, params))
+
+
+async def get_push_config(call: Call) -> HttpResponseBase:
+    _push_task_id("-")
+    params: GetTaskPushNotificationConfigRequest = _params(
+        GetTaskPushNotificationConfigRequest, call
     )
+    row = await store.load_row(_push_task_id(params.task_id), call.owner(params.tenant))
+    return _push_config_result(call, await push.get_config(row, params.id))
+
+
+async def list_push_configs(call: Call) -> HttpResponseBase:
+    _push_task_id("-")
+    params: ListTaskPushNotificationConfigsRequest = _params(
+        ListTaskPushNotificationConfigsRequest, call
+    )
+    row = await store.load_row(_push_task_id(params.task_id), call.owner(params.tenant))
+    result = await push.list_configs(row, params.page_size, params.page_token)
+    if call.dialect == "0.3":
+        # 0.3 answers a bare array, unpaged: every page, in order.
+        configs = list(result.configs or ())
+        while result.next_page_token:
+            result = await push.list_configs(row, None, result.next_page_token)
+            configs.extend(result.configs or ())
+        return call.answer([v03.push_config_to_v03(c) for c in configs])
+    return call.answer(result)
+
+
+async def delete_push_config(call: Call) -> HttpResponseBase:
+    _push_task_id("-")
+    params: DeleteTaskPushNotificationConfigRequest = _params(
+        DeleteTaskPushNotificationConfigRequest, call
+    )
+    row = await store.load_row(_push_task_id(params.task_id), call.owner(params.tenant))
+    await push.delete_config(row, params.id)
+    return call.answer(None)
 
 
 HANDLERS: Final[dict[str, Callable[[Call], Awaitable[HttpResponseBase]]]] = {
@@ -490,7 +566,10 @@ HANDLERS: Final[dict[str, Callable[[Call], Awaitable[HttpResponseBase]]]] = {
     "CancelTask": cancel_task,
     "SubscribeToTask": subscribe_to_task,
     "GetExtendedAgentCard": get_extended_agent_card,
-    **dict.fromkeys(PUSH_METHODS, push_notifications),
+    "CreateTaskPushNotificationConfig": create_push_config,
+    "GetTaskPushNotificationConfig": get_push_config,
+    "ListTaskPushNotificationConfigs": list_push_configs,
+    "DeleteTaskPushNotificationConfig": delete_push_config,
 }
 
 

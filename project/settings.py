@@ -163,6 +163,12 @@ A2A_TOOLCALL: dict[str, Any] = {
     # or an API key (docs/security.md), as the app does by default.
     "ALLOW_ANONYMOUS": os.environ.get("A2A_DEMO_ANONYMOUS", "1") == "1",
 }
+# Push notifications: webhooks on this machine or its network are refused unless allowed.
+# A2A_DEMO_PUSH_ALLOWED=127.0.0.1 lets tasks notify the demo's own receiver
+# (/demo/push-receiver/, which takes DEMO_PUSH_TOKEN; docs/push.md).
+if os.environ.get("A2A_DEMO_PUSH_ALLOWED"):
+    A2A_TOOLCALL["PUSH_ALLOWED_HOSTS"] = os.environ["A2A_DEMO_PUSH_ALLOWED"].split(",")
+DEMO_PUSH_TOKEN = os.environ.get("A2A_DEMO_PUSH_TOKEN", "")
 # Where the live page sends a visitor who must log in: the admin's login page.
 LOGIN_URL = "admin:login"
 if os.environ.get("A2A_DEMO_RECORD_EVENTS") == "0":

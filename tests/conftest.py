@@ -15,6 +15,7 @@ from django.db import connections
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+from a2a_toolcall import push
 from a2a_toolcall.layers import InMemoryChannelLayer as FastInMemoryChannelLayer
 from a2a_toolcall.leases import keeper_for_loop
 from a2a_toolcall.runtime import runner
@@ -76,6 +77,9 @@ async def stop_in_process_runtime() -> AsyncIterator[None]:
     keeper = keeper_for_loop()
     if keeper is not None:
         await keeper.stop()
+    sender = push._SENDERS.get(asyncio.get_running_loop())
+    if sender is not None:
+        await sender.stop()
     # The recorder wrote from asgiref's shared thread: close its connections there, or the
     # test databases cannot be dropped at the end of the session.
     await sync_to_async(connections.close_all)()

@@ -153,7 +153,20 @@ A2A_TOOLCALL = {
     # Most tests call as anonymous clients (as the demo site allows); the access-control tests
     # turn it off (A2A_TEST_ANONYMOUS=0 for live servers, override_settings in process).
     "ALLOW_ANONYMOUS": os.environ.get("A2A_TEST_ANONYMOUS", "1") == "1",
+    # Push notifications (tests/test_push.py): the receivers the tests start listen on
+    # 127.0.0.1, which the URL rules refuse unless it is allowed; retries come quickly.
+    "PUSH_ALLOWED_HOSTS": [
+        h for h in os.environ.get("A2A_TEST_PUSH_ALLOWED", "127.0.0.1").split(",") if h
+    ],
+    "PUSH_TIMEOUT": float(os.environ.get("A2A_TEST_PUSH_TIMEOUT", "5")),
+    "PUSH_MAX_ATTEMPTS": int(os.environ.get("A2A_TEST_PUSH_ATTEMPTS", "4")),
+    "PUSH_RETRY_DELAY": float(os.environ.get("A2A_TEST_PUSH_RETRY_DELAY", "0.1")),
+    "PUSH_POLL_INTERVAL": float(os.environ.get("A2A_TEST_PUSH_POLL", "0.2")),
+    "PUSH_SENDER": os.environ.get("A2A_TEST_PUSH_SENDER", "1") == "1",
 }
+
+# The demo's push receiver (project/push_receiver.py) takes this token.
+DEMO_PUSH_TOKEN = "receiver-token"
 
 STATIC_URL = "static/"
 

@@ -33,7 +33,6 @@ NOT_FOUND, NOT_CANCELABLE, UNSUPPORTED, CONTENT_TYPE, VERSION = (
     -32005,
     -32009,
 )
-PUSH_UNSUPPORTED = -32003
 
 
 @dataclass(frozen=True)
@@ -550,6 +549,63 @@ def corpus() -> list[Case]:
                     id=60,
                 )
             )
+    push_params: list[tuple[str, Any, int]] = [
+        ("no taskId", {"url": "https://h.example.com"}, PARAMS),
+        ("taskId not a string", {"taskId": 5, "url": "https://h.example.com"}, PARAMS),
+        ("unknown task", {"taskId": "missing", "url": "https://h.example.com"}, NOT_FOUND),
+        ("no url", {"taskId": "missing"}, PARAMS),
+        ("url not a string", {"taskId": "missing", "url": ["x"]}, PARAMS),
+        (
+            "authentication without scheme",
+            {"taskId": "t", "url": "https://h.example.com", "authentication": {}},
+            PARAMS,
+        ),
+        ("params an array", ["https://h.example.com"], REQUEST),
+    ]
+    for name, params, code in push_params:
+        add(
+            Case(
+                f"CreateTaskPushNotificationConfig {name}",
+                rpc("CreateTaskPushNotificationConfig", params, id=62),
+                code,
+                id=62,
+            )
+        )
+    for method in ["GetTaskPushNotificationConfig", "DeleteTaskPushNotificationConfig"]:
+        add(
+            Case(
+                f"{method} unknown task",
+                rpc(method, {"taskId": "missing", "id": "x"}, id=63),
+                NOT_FOUND,
+                id=63,
+            )
+        )
+        add(Case(f"{method} no id", rpc(method, {"taskId": "missing"}, id=64), PARAMS, id=64))
+    add(
+        Case(
+            "ListTaskPushNotificationConfigs unknown task",
+            rpc("ListTaskPushNotificationConfigs", {"taskId": "missing"}, id=65),
+            NOT_FOUND,
+            id=65,
+        )
+    )
+    add(
+        Case(
+            "inline push config with a refused URL",
+            rpc(
+                "SendMessage",
+                {
+                    "message": message(),
+                    "configuration": {
+                        "taskPushNotificationConfig": {"url": "http://169.254.169.254/"}
+                    },
+                },
+                id=66,
+            ),
+            PARAMS,
+            id=66,
+        )
+    )
     add(
         Case(
             "follow-up to an unknown task",

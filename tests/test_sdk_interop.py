@@ -125,6 +125,48 @@ async def test_blocking_send_get_and_list(sdk: Client, server: LiveServer) -> No
         assert [t.id for t in listed.tasks] == [task.id]
 
 
+async def test_push_notification_config_methods(sdk: Client) -> None:
+    events = await asyncio.wait_for(collect(sdk.send_message(user("what is 2+3"))), 60)
+    task_id = events[0].task.id
+    made = await sdk.create_task_push_notification_config(
+        pb.TaskPushNotificationConfig(
+            task_id=task_id,
+            id="sdk-hook",
+            url="https://hooks.example.com/a2a",
+            token="t-1",
+            authentication=pb.AuthenticationInfo(scheme="Bearer", credentials="s3cret"),
+        )
+    )
+    assert (made.task_id, made.id, made.url, made.token) == (
+        task_id,
+        "sdk-hook",
+        "https://hooks.example.com/a2a",
+        "t-1",
+    )
+    assert (made.authentication.scheme, made.authentication.credentials) == ("Bearer", "s3cret")
+    got = await sdk.get_task_push_notification_config(
+        pb.GetTaskPushNotificationConfigRequest(task_id=task_id, id="sdk-hook")
+    )
+    assert got.url == made.url and got.id == "sdk-hook"
+    listed = await sdk.list_task_push_notification_configs(
+        pb.ListTaskPushNotificationConfigsRequest(task_id=task_id)
+    )
+    assert [c.id for c in listed.configs] == ["sdk-hook"]
+    for _ in range(2):  # idempotent
+        await sdk.delete_task_push_notification_config(
+            pb.DeleteTaskPushNotificationConfigRequest(task_id=task_id, id="sdk-hook")
+        )
+    listed = await sdk.list_task_push_notification_configs(
+        pb.ListTaskPushNotificationConfigsRequest(task_id=task_id)
+    )
+    assert list(listed.configs) == []
+    with pytest.raises(Exception, match="(?i)not found") as missing:
+        await sdk.get_task_push_notification_config(
+            pb.GetTaskPushNotificationConfigRequest(task_id=task_id, id="sdk-hook")
+        )
+    assert type(missing.value).__name__ == "TaskNotFoundError"  # -32001, spec 3.1.8
+
+
 async def test_cancel_mid_stream(sdk: Client) -> None:
     events: list[pb.StreamResponse] = []
     tool_started = asyncio.Event()

@@ -149,7 +149,7 @@ async def test_agent_card_declares_the_extension_and_caches(server: LiveServer) 
         )
     assert again.status_code == 304
     assert card["capabilities"]["streaming"] is True
-    assert card["capabilities"]["pushNotifications"] is False
+    assert card["capabilities"]["pushNotifications"] is True
     (extension,) = card["capabilities"]["extensions"]
     assert extension["uri"] == TOOL_CALL_V1_URI and extension["required"] is False
     assert {(i["protocolVersion"], i["url"]) for i in card["supportedInterfaces"]} == {
@@ -465,8 +465,8 @@ async def task_count(client: Client) -> int:
         (
             b'{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{}}',
             "application/json",
-            -32003,
-            "Push",
+            -32602,
+            "url",
         ),
         (
             b'{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard","params":{}}',

@@ -63,6 +63,7 @@ __all__ = [
     "params_to_v03",
     "part_from_v03",
     "part_to_v03",
+    "push_config_to_v03",
     "result_from_v03",
     "send_message_response_to_v03",
     "state_from_v03",
@@ -502,6 +503,15 @@ def params_from_v03(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         out = _push_config_from_v03(params.get("pushNotificationConfig"), "pushNotificationConfig")
         _put(out, "taskId", params.get("taskId"))
         return out
+    if method in ("tasks/pushNotificationConfig/get", "tasks/pushNotificationConfig/delete"):
+        # 0.3: {id: the task's id, pushNotificationConfigId?}; without one, the config
+        # created without an id (whose id is the task's, as in the official SDK).
+        out = {"taskId": params.get("id")}
+        config_id = params.get("pushNotificationConfigId")
+        out["id"] = config_id if config_id is not None else params.get("id")
+        return out
+    if method == "tasks/pushNotificationConfig/list":
+        return {"taskId": params.get("id")}
     return dict(params)
 
 
@@ -527,6 +537,11 @@ def _push_config_to_v03(config: TaskPushNotificationConfig) -> dict[str, Any]:
         out["authentication"] = {"schemes": [config.authentication.scheme]}
         _put(out["authentication"], "credentials", config.authentication.credentials)
     return out
+
+
+def push_config_to_v03(config: TaskPushNotificationConfig) -> dict[str, Any]:
+    """A 1.0 ``TaskPushNotificationConfig`` as 0.3's ``{taskId, pushNotificationConfig}``."""
+    return {"taskId": config.task_id or "", "pushNotificationConfig": _push_config_to_v03(config)}
 
 
 def params_to_v03(method: str, params: WireModel) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 from channels.layers import InMemoryChannelLayer
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from a2a_toolcall import store
+from a2a_toolcall import push, store
 from a2a_toolcall.bus import Bus
 from a2a_toolcall.conf import gc_threshold, get_setting
 from a2a_toolcall.leases import ensure_keeper
@@ -78,6 +78,7 @@ class Command(BaseCommand):
         serving = runtime.start()
         # Renews the leases of what this worker runs, reaps expired ones, picks up waiting work.
         ensure_keeper().add_runtime(runtime)
+        push.ensure_sender()  # this worker sends its share of the push outbox (PUSH_SENDER)
         self.stdout.write(
             f"a2a_worker ready (pid {os.getpid()}): agents {', '.join(sorted(runtime.agents))}; "
             f"up to {runtime.concurrency} tasks at once",
