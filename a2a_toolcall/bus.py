@@ -442,6 +442,8 @@ class Bus:
 
 PUBLISH_WINDOW: Final = 256
 """Unacknowledged envelopes a task's publisher sends before it waits (consumers ack every 64)."""
+ACK_EVERY: Final = 64
+"""Envelopes a stream's consumer takes between two acknowledgements."""
 YIELD_EVERY: Final = 8
 """Envelopes a publisher sends between two turns it gives the event loop (``pause``)."""
 BATCH: Final = 64
@@ -461,6 +463,21 @@ def _group_send_nowait(layer: BaseChannelLayer) -> Any:
     if isinstance(layer, Fast) and type(layer).group_send is Fast.group_send:
         return layer.group_send_nowait
     return None
+
+
+def _fitting_window(window: int | None, layer: BaseChannelLayer) -> int | None:
+    """``window``, made to fit an in-memory layer's channels: each consumer is a channel of
+    its own there, which drops what arrives once it holds ``capacity`` messages, and frames
+    dropped that way wait for the consumer's probe (seconds) to be sent again. Above an
+    acknowledgement's worth, so the window always opens again."""
+    capacity = getattr(layer, "capacity", None)
+    if (
+        window is None
+        or not isinstance(layer, InMemoryChannelLayer)
+        or not isinstance(capacity, int)
+    ):
+        return window
+    return min(window, max(ACK_EVERY + 1, capacity - 8))
 
 
 def _take_run(queue: collections.deque[Envelope]) -> list[Envelope]:
@@ -512,7 +529,7 @@ class TaskPublisher:
         self._outbox: collections.deque[Envelope] = collections.deque()
         self._queue: collections.deque[Envelope] = collections.deque()
         self._sender: asyncio.Task[None] | None = None
-        self.window = window
+        self.window = _fitting_window(window, bus.layer)
         self.window_wait = window_wait
         self._room = asyncio.Event()
         self._room.set()
@@ -861,7 +878,7 @@ class TaskStream:
         probe_after: float = 2.0,
         lost_after: float = 30.0,
         first_wait: float = 120.0,
-        ack_every: int = 64,
+        ack_every: int = ACK_EVERY,
         also: tuple[str, ...] = (),
     ) -> None:
         self.bus = bus

@@ -24,20 +24,43 @@ Use it as the layer's ``BACKEND``::
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import Any
 
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer as _StockInMemoryChannelLayer
 
-__all__ = ["InMemoryChannelLayer"]
+__all__ = ["DEFAULT_CAPACITY", "InMemoryChannelLayer"]
+
+DEFAULT_CAPACITY = 1000
+"""Messages a channel holds (channels' own default is 100). Each stream's subscription is a
+channel of its own, and a task's publisher may have ``bus.PUBLISH_WINDOW`` (256) envelopes
+unacknowledged: with room for only 100, an agent emitting frames faster than its stream is read
+overflowed the channel, and the frames dropped waited for the consumer's probe (2 s) to be sent
+again."""
 
 
 class InMemoryChannelLayer(_StockInMemoryChannelLayer):
     """``channels.layers.InMemoryChannelLayer`` without per-message copies and sweeps."""
 
-    def __init__(self, *args: Any, sweep_interval: float = 1.0, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        expiry: int = 60,
+        group_expiry: int = 86400,
+        capacity: int = DEFAULT_CAPACITY,
+        channel_capacity: dict[re.Pattern[str] | str, int] | None = None,
+        *,
+        sweep_interval: float = 1.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            expiry=expiry,
+            group_expiry=group_expiry,
+            capacity=capacity,
+            channel_capacity=channel_capacity,
+            **kwargs,
+        )
         self.sweep_interval = sweep_interval
         self._next_sweep = 0.0
         self._waiters: dict[str, asyncio.Future[None]] = {}

@@ -348,3 +348,29 @@ async def test_a_publisher_waits_for_acknowledgements_past_its_window(
     for i in range(3):
         await patient.publish(TOPIC_PROGRESS, {"i": i})
     assert patient.kept == 3
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: InMemoryChannelLayer(),  # channels' own: capacity 100
+        lambda: InMemoryChannelLayer(capacity=300),
+        lambda: FastInMemoryChannelLayer(),
+        lambda: FastInMemoryChannelLayer(capacity=120),
+    ],
+)
+async def test_a_full_window_fits_an_in_memory_consumer_s_channel(make: Any) -> None:
+    # An agent publishing a whole window before its stream reads anything: every envelope must
+    # still be there (an in-memory channel drops what arrives once full, and the stream would
+    # wait seconds for its probe to have them sent again).
+    layer = make()
+    bus = Bus(layer)
+    cid = f"fit-{uuid.uuid4().hex[:8]}"
+    publisher = bus.publisher(cid)
+    assert publisher.window is not None and b.ACK_EVERY < publisher.window <= layer.capacity
+    async with bus.subscribe(cid, TASK_TOPICS) as subscription:
+        for i in range(publisher.window):
+            await publisher.publish(TOPIC_TOOLFRAME, {"i": i})
+        await publisher.flush()
+        got = [await subscription.get(timeout=5) for _ in range(publisher.window)]
+    assert [e.payload["i"] for e in got if e is not None] == list(range(publisher.window))
