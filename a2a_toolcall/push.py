@@ -67,8 +67,9 @@ logger = logging.getLogger(__name__)
 CONTENT_TYPE: Final = "application/a2a+json"
 """The deliveries' Content-Type (a 1.0 ``StreamResponse``, spec 4.3.3)."""
 TOKEN_HEADER: Final = "X-A2A-Notification-Token"  # noqa: S105 (a header name)
-CLAIM_SECONDS: Final = 60.0
-"""How long a sender's claim on a config lasts unless renewed (after each delivery)."""
+CLAIM_MARGIN: Final = 10.0
+"""Seconds a sender's claim on a config outlasts one attempt (``PUSH_TIMEOUT``); renewed after
+each, so a sender that died mid-way holds its webhooks for at most this long past that."""
 HEARTBEAT_EVERY: Final = 15.0
 """Seconds between a sender's heartbeats (PushSender rows, read by the system check)."""
 MAX_ID_LENGTH: Final = 255
@@ -306,6 +307,10 @@ class _Outcome:
     error: str = ""
 
 
+def _claim() -> timedelta:
+    return timedelta(seconds=float(get_setting("PUSH_TIMEOUT")) + CLAIM_MARGIN)
+
+
 def _candidates_sync(sender_id: str, limit: int, busy: frozenset[int]) -> list[int]:
     now = timezone.now()
     rows = (
@@ -330,7 +335,7 @@ def _claim_sync(config_id: int, sender_id: str) -> bool:
     rows = orm.PushConfig.objects.filter(pk=config_id).filter(
         Q(sender_id="") | Q(sender_until__lt=now) | Q(sender_id=sender_id)
     )
-    claimed = rows.update(sender_id=sender_id, sender_until=now + timedelta(seconds=CLAIM_SECONDS))
+    claimed = rows.update(sender_id=sender_id, sender_until=now + _claim())
     return claimed == 1
 
 
@@ -394,7 +399,7 @@ def _record_sync(config_id: int, sender_id: str, due: _Due, outcome: _Outcome) -
             pk=due.delivery_id, status=orm.PushDelivery.Status.PENDING
         ).update(**fields)
         orm.PushConfig.objects.filter(pk=config_id, sender_id=sender_id).update(
-            retry_at=retry_at, sender_until=now + timedelta(seconds=CLAIM_SECONDS)
+            retry_at=retry_at, sender_until=now + _claim()
         )
     return retry_at is None
 
@@ -420,15 +425,18 @@ def _headers(due: _Due) -> dict[str, str]:
 async def attempt(due: _Due) -> _Outcome:
     """One attempt at one delivery: the URL checked and resolved again, one POST."""
     timeout = float(get_setting("PUSH_TIMEOUT"))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout  # the lookup counts too: the claim lasts this long
     try:
         target = webhooks.parse_url(due.url)
-        addresses = await webhooks.resolve(target, _allowed_hosts())
+        async with asyncio.timeout_at(deadline):
+            addresses = await webhooks.resolve(target, _allowed_hosts())
         reply = await webhooks.post(
             target,
             addresses,
             to_json(due.body),
             _headers(due),
-            timeout=timeout,
+            timeout=max(0.0, deadline - loop.time()),
             user_agent=_user_agent(),
         )
     except webhooks.Refused as exc:

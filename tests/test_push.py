@@ -559,3 +559,27 @@ def test_the_demo_receiver_gets_a_task_s_events(tmp_path: Any) -> None:
                 break
             time.sleep(0.1)
     assert got.json()["received"] == events
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("stop_in_process_runtime")
+async def test_a_dead_sender_s_claim_lapses_and_another_sender_delivers() -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    with receiving() as receiver, override_settings(A2A_TOOLCALL=config(PUSH_SENDER=False)):
+        task = await new_task(taskPushNotificationConfig=hook(receiver.url))
+        # A sender that claimed the webhook and died mid-delivery: its claim has lapsed.
+        await PushConfig.objects.filter(task_id=task["id"]).aupdate(
+            sender_id="gone:1:dead", sender_until=timezone.now() - timedelta(seconds=1)
+        )
+        sender = push.Sender("another:2:alive")
+        while await sender.tick():
+            await sender.idle()
+        await sender.idle()
+    rows = await deliveries(task["id"])
+    assert rows and all(d.status == PushDelivery.Status.DELIVERED for d in rows)
+    assert [r.json() for r in receiver.received] == [d.body for d in rows]
+    config_row = await PushConfig.objects.aget(task_id=task["id"])
+    assert config_row.sender_id == "" and config_row.sender_until is None  # released
