@@ -147,6 +147,21 @@ class ReadOnlyAdmin(PolicyAdmin):
         return False
 
 
+class TaskRecordAdmin(ReadOnlyAdmin):
+    """Rows of a task's record (its tool calls, its push deliveries): scoped by the task's owner
+    as the tasks are, each linking to its task's page."""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        rows = super().get_queryset(request)
+        if not sees_all_tasks(request):
+            rows = rows.filter(task__owner_kind="user", task__owner_id=request.user.pk)
+        return rows
+
+    @admin.display(description="task")
+    def task_link(self, obj: Any) -> str:
+        return format_html('<a href="../task/{}/change/">{}</a>', obj.task_id, obj.task_id)
+
+
 class FailedToolsFilter(admin.SimpleListFilter):
     """Tasks with at least one failed tool call (cancelled ones are not failures), or none."""
 
@@ -554,7 +569,7 @@ class OutcomeFilter(admin.SimpleListFilter):
 
 
 @admin.register(ToolCall)
-class ToolCallAdmin(ReadOnlyAdmin):
+class ToolCallAdmin(TaskRecordAdmin):
     """Every tool call across tasks: which tool fails most, which is slow."""
 
     list_display = (
@@ -584,21 +599,11 @@ class ToolCallAdmin(ReadOnlyAdmin):
         "error",
     )
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[ToolCall]:
-        rows = super().get_queryset(request)
-        if not sees_all_tasks(request):
-            rows = rows.filter(task__owner_kind="user", task__owner_id=request.user.pk)
-        return rows
-
     @admin.display(description="status", ordering="status")
     def outcome(self, obj: ToolCall) -> str:
         if obj.is_cancelled:
             return format_html('<span style="color:{}">cancelled</span>', CANCELLED_COLOUR)
         return obj.get_status_display()
-
-    @admin.display(description="task")
-    def task_link(self, obj: ToolCall) -> str:
-        return format_html('<a href="../task/{}/change/">{}</a>', obj.task_id, obj.task_id)
 
     @admin.display(description="duration", ordering="duration_ms")
     def duration_display(self, obj: ToolCall) -> str:
@@ -790,7 +795,7 @@ class ApiKeyAdmin(PolicyAdmin):
 
 
 @admin.register(PushDelivery)
-class PushDeliveryAdmin(ReadOnlyAdmin):
+class PushDeliveryAdmin(TaskRecordAdmin):
     """Push notifications sent or to be sent: every delivery's attempts, answer and error.
 
     Read-only like the rest of the record; "retry now" puts deliveries back in the outbox (a
@@ -830,12 +835,6 @@ class PushDeliveryAdmin(ReadOnlyAdmin):
         "body",
     )
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[PushDelivery]:
-        rows = super().get_queryset(request)
-        if not sees_all_tasks(request):
-            rows = rows.filter(task__owner_kind="user", task__owner_id=request.user.pk)
-        return rows
-
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
@@ -867,12 +866,6 @@ class PushDeliveryAdmin(ReadOnlyAdmin):
             request,
             f"{count} deliveries queued again."
             + (f" {skipped} skipped (delivered, or their webhook was deleted)." if skipped else ""),
-        )
-
-    @admin.display(description="task")
-    def task_link(self, obj: PushDelivery) -> str:
-        return format_html(
-            '<a href="../task/{}/change/">{}</a>', obj.task_id, obj.task_id[:SHORT_ID]
         )
 
     @admin.display(description="webhook", ordering="url")

@@ -329,11 +329,12 @@ def _check_hygiene(config: dict[str, Any]) -> list[CheckMessage]:
                     id="a2a_toolcall.E009",
                 )
             )
-    if not isinstance(config["RECORD_EVENTS"], bool):
+    for switch in ("RECORD_EVENTS", "PUSH_NOTIFICATIONS", "PUSH_SENDER"):
+        if isinstance(config[switch], bool):
+            continue
         errors.append(
             Error(
-                f"A2A_TOOLCALL['RECORD_EVENTS'] must be True or False, not "
-                f"{config['RECORD_EVENTS']!r}.",
+                f"A2A_TOOLCALL['{switch}'] must be True or False, not {config[switch]!r}.",
                 id="a2a_toolcall.E011",
             )
         )

@@ -59,6 +59,7 @@ __all__ = [
     "get_config",
     "list_configs",
     "push_enabled",
+    "save_config",
     "save_config_sync",
 ]
 
@@ -192,14 +193,20 @@ def save_config_sync(
         return created
 
 
+async def save_config(
+    task: orm.Task, config: TaskPushNotificationConfig, field: str = "params"
+) -> orm.PushConfig:
+    """:func:`save_config_sync` from the event loop (``config`` checked already)."""
+    return await store.in_shared_thread(functools.partial(save_config_sync, task, config, field))
+
+
 async def create_config(
     task: orm.Task, config: TaskPushNotificationConfig, field: str = "params"
 ) -> TaskPushNotificationConfig:
     """``CreateTaskPushNotificationConfig``: check ``config`` and store it for ``task`` (whose
     later events it receives)."""
     await check_config(config, field)
-    row = await store.in_shared_thread(functools.partial(save_config_sync, task, config, field))
-    return _wire(row)
+    return _wire(await save_config(task, config, field))
 
 
 def _not_found(task: orm.Task, config_id: str) -> jsonrpc.TaskNotFoundError:
@@ -311,17 +318,22 @@ def _claim() -> timedelta:
     return timedelta(seconds=float(get_setting("PUSH_TIMEOUT")) + CLAIM_MARGIN)
 
 
+def _claimable(sender_id: str, now: datetime, prefix: str = "") -> Q:
+    """Configs no sender holds, whose sender's claim lapsed, or that ``sender_id`` holds."""
+    return (
+        Q(**{f"{prefix}sender_id": ""})
+        | Q(**{f"{prefix}sender_until__lt": now})
+        | Q(**{f"{prefix}sender_id": sender_id})
+    )
+
+
 def _candidates_sync(sender_id: str, limit: int, busy: frozenset[int]) -> list[int]:
     now = timezone.now()
     rows = (
         orm.PushDelivery.objects.filter(status=orm.PushDelivery.Status.PENDING)
         .filter(config__isnull=False)
         .filter(Q(config__retry_at__isnull=True) | Q(config__retry_at__lte=now))
-        .filter(
-            Q(config__sender_id="")
-            | Q(config__sender_until__lt=now)
-            | Q(config__sender_id=sender_id)
-        )
+        .filter(_claimable(sender_id, now, "config__"))
         .exclude(config_id__in=busy)
         .order_by("config_id")
         .values_list("config_id", flat=True)
@@ -332,9 +344,7 @@ def _candidates_sync(sender_id: str, limit: int, busy: frozenset[int]) -> list[i
 
 def _claim_sync(config_id: int, sender_id: str) -> bool:
     now = timezone.now()
-    rows = orm.PushConfig.objects.filter(pk=config_id).filter(
-        Q(sender_id="") | Q(sender_until__lt=now) | Q(sender_id=sender_id)
-    )
+    rows = orm.PushConfig.objects.filter(pk=config_id).filter(_claimable(sender_id, now))
     claimed = rows.update(sender_id=sender_id, sender_until=now + _claim())
     return claimed == 1
 
@@ -422,7 +432,7 @@ def _headers(due: _Due) -> dict[str, str]:
     return headers
 
 
-async def attempt(due: _Due) -> _Outcome:
+async def _attempt(due: _Due) -> _Outcome:
     """One attempt at one delivery: the URL checked and resolved again, one POST."""
     timeout = float(get_setting("PUSH_TIMEOUT"))
     loop = asyncio.get_running_loop()
@@ -552,7 +562,7 @@ class Sender:
                 )
                 if due is None:
                     return
-                outcome = await attempt(due)
+                outcome = await _attempt(due)
                 if outcome.delivered:
                     self.delivered += 1
                 else:

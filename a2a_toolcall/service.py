@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import functools
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -63,6 +62,8 @@ __all__ = [
     "sweep_orphans_once",
 ]
 
+INLINE_PUSH_FIELD: Final = "params.configuration.taskPushNotificationConfig"
+"""Where a message's own webhook is, for errors about it."""
 POLL_INTERVAL: Final = 2.0
 """Seconds a remote feed waits for a notification before reading the database anyway."""
 STORE_PAGE: Final = 50
@@ -257,14 +258,6 @@ class EventFeed:
             )
 
 
-async def _save_push_config(row: Any, config: TaskPushNotificationConfig) -> None:
-    await store.in_shared_thread(
-        functools.partial(
-            push.save_config_sync, row, config, "params.configuration.taskPushNotificationConfig"
-        )
-    )
-
-
 class TaskService:
     """The operations behind the JSON-RPC methods."""
 
@@ -319,7 +312,7 @@ class TaskService:
             recorder_id=PROCESS_ID,
         )
         if push_config is not None:
-            await _save_push_config(row, push_config)
+            await push.save_config(row, push_config, INLINE_PUSH_FIELD)
         log_transition(task_id, "accepted", agent=agent, context_id=context_id)
         ensure_keeper()  # renews this process's recorder leases, reaps expired ones
         recorder = Recorder(
@@ -381,7 +374,7 @@ class TaskService:
             )
         message = message.model_copy(update={"context_id": row.context_id})
         if push_config is not None:
-            await _save_push_config(row, push_config)
+            await push.save_config(row, push_config, INLINE_PUSH_FIELD)
         text = "\n".join(p.text for p in message.parts if p.text is not None)
         answer = {
             "requestId": row.pending_request_id,

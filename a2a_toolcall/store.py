@@ -954,45 +954,41 @@ def enqueue_push_sync(connection: Any, writes: Sequence[tuple[str, Sequence[Push
     """Queue a push delivery of each event for each webhook of its task, in the caller's
     transaction on ``connection``; returns how many (docs/push.md, "Delivery").
 
-    One ``SELECT`` of the batch's configs (by task, indexed); nothing more for tasks without.
+    One query of the batch's configs (by task, indexed); nothing more for tasks without.
     """
-    events = {task_id: list(found) for task_id, found in writes if found}
-    if not events or not get_setting("PUSH_NOTIFICATIONS"):
+    if not get_setting("PUSH_NOTIFICATIONS"):
         return 0
-    quote = connection.ops.quote_name
-    table = quote(orm.PushConfig._meta.db_table)
+    events = {task_id: found for task_id, found in writes if found}
     ids = sorted(events)
-    configs: list[tuple[int, str, str]] = []
+    configs = orm.PushConfig.objects.using(connection.alias).order_by("pk")
+    found = [
+        row
+        for start in range(0, len(ids), _IN_CHUNK)
+        for row in configs.filter(task_id__in=ids[start : start + _IN_CHUNK]).values_list(
+            "pk", "task_id", "url"
+        )
+    ]
+    if not found:
+        return 0
+    now = timezone.now()
+    rows = [
+        {
+            "config": config_id,
+            "task": task_id,
+            "seq": event.seq,
+            "url": url,
+            "body": orm.RawJSON(event.json),
+            "status": orm.PushDelivery.Status.PENDING,
+            "attempts": 0,
+            "created_at": now,
+            "next_attempt_at": now,
+            "last_error": "",
+        }
+        for config_id, task_id, url in found
+        for event in events[task_id]
+    ]
+    sql, names = _insert_sql(connection, orm.PushDelivery, _DELIVERY_FIELDS)
     with connection.cursor() as cursor:
-        for start in range(0, len(ids), _IN_CHUNK):
-            chunk = ids[start : start + _IN_CHUNK]
-            marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(
-                f"SELECT {quote('id')}, {quote('task_id')}, {quote('url')} FROM {table} "  # noqa: S608
-                f"WHERE {quote('task_id')} IN ({marks}) ORDER BY {quote('id')}",
-                chunk,
-            )
-            configs.extend(cursor.fetchall())
-        if not configs:
-            return 0
-        now = timezone.now()
-        rows = [
-            {
-                "config": config_id,
-                "task": task_id,
-                "seq": event.seq,
-                "url": url,
-                "body": orm.RawJSON(event.json),
-                "status": orm.PushDelivery.Status.PENDING,
-                "attempts": 0,
-                "created_at": now,
-                "next_attempt_at": now,
-                "last_error": "",
-            }
-            for config_id, task_id, url in configs
-            for event in events[task_id]
-        ]
-        sql, names = _insert_sql(connection, orm.PushDelivery, _DELIVERY_FIELDS)
         cursor.executemany(sql, [_prepared(orm.PushDelivery, names, r, connection) for r in rows])
     return len(rows)
 

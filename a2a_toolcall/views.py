@@ -25,6 +25,7 @@ from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
 from a2a_toolcall import memory, push, store, throttle
+from a2a_toolcall import models as orm
 from a2a_toolcall.asgi import SCOPE_KEY as FLOW_CONTROL_KEY
 from a2a_toolcall.asgi import uses_shared_threads
 from a2a_toolcall.auth import Caller, authenticate, unauthenticated
@@ -50,7 +51,13 @@ from a2a_toolcall.protocol.models import (
 )
 from a2a_toolcall.protocol.sse import encode_comment, encode_event
 from a2a_toolcall.recorder import start_in_background
-from a2a_toolcall.service import StreamBehind, TaskService, ends_stream, sweep_orphans_once
+from a2a_toolcall.service import (
+    INLINE_PUSH_FIELD,
+    StreamBehind,
+    TaskService,
+    ends_stream,
+    sweep_orphans_once,
+)
 from a2a_toolcall.store import LoggedEvent
 
 __all__ = ["agent_card", "jsonrpc_endpoint"]
@@ -425,14 +432,8 @@ async def _inline_push_config(params: SendMessageRequest) -> TaskPushNotificatio
     config = params.configuration
     if config is None or config.task_push_notification_config is None:
         return None
-    if not push.push_enabled():
-        raise jsonrpc.PushNotificationNotSupportedError(
-            "Push notifications are not supported (capabilities.pushNotifications is false): "
-            "send the message without configuration.taskPushNotificationConfig"
-        )
-    return await push.check_config(
-        config.task_push_notification_config, "params.configuration.taskPushNotificationConfig"
-    )
+    _require_push(": send the message without configuration.taskPushNotificationConfig")
+    return await push.check_config(config.task_push_notification_config, INLINE_PUSH_FIELD)
 
 
 async def get_task(call: Call) -> HttpResponseBase:
@@ -495,18 +496,23 @@ async def get_extended_agent_card(call: Call) -> HttpResponseBase:
     return call.answer(card)
 
 
-def _push_task_id(task_id: str | None) -> str:
+def _require_push(hint: str = "") -> None:
+    # Spec 3.3.4: with capabilities.pushNotifications false, every push method is -32003,
+    # before anything about the request is looked at.
     if not push.push_enabled():
-        # Spec 3.3.4: with capabilities.pushNotifications false, every push method is -32003.
         raise jsonrpc.PushNotificationNotSupportedError(
-            "Push notifications are not supported (capabilities.pushNotifications is false)"
+            "Push notifications are not supported (capabilities.pushNotifications is false)" + hint
         )
+
+
+async def _push_task(call: Call, task_id: str | None, tenant: str | None) -> orm.Task:
+    """The task a push-notification call names, if the caller may see it."""
     if not task_id:
         raise jsonrpc.InvalidParamsError(
             "Invalid parameters: params.taskId: the task's id is required",
             violations=[jsonrpc.FieldViolation("params.taskId", "required")],
         )
-    return task_id
+    return await store.load_row(task_id, call.owner(tenant))
 
 
 def _push_config_result(call: Call, config: TaskPushNotificationConfig) -> HttpResponse:
@@ -516,27 +522,27 @@ def _push_config_result(call: Call, config: TaskPushNotificationConfig) -> HttpR
 
 
 async def create_push_config(call: Call) -> HttpResponseBase:
-    _push_task_id("-")  # -32003 before anything else when push is off
+    _require_push()
     params: TaskPushNotificationConfig = _params(TaskPushNotificationConfig, call)
-    row = await store.load_row(_push_task_id(params.task_id), call.owner(params.tenant))
+    row = await _push_task(call, params.task_id, params.tenant)
     return _push_config_result(call, await push.create_config(row, params))
 
 
 async def get_push_config(call: Call) -> HttpResponseBase:
-    _push_task_id("-")
+    _require_push()
     params: GetTaskPushNotificationConfigRequest = _params(
         GetTaskPushNotificationConfigRequest, call
     )
-    row = await store.load_row(_push_task_id(params.task_id), call.owner(params.tenant))
+    row = await _push_task(call, params.task_id, params.tenant)
     return _push_config_result(call, await push.get_config(row, params.id))
 
 
 async def list_push_configs(call: Call) -> HttpResponseBase:
-    _push_task_id("-")
+    _require_push()
     params: ListTaskPushNotificationConfigsRequest = _params(
         ListTaskPushNotificationConfigsRequest, call
     )
-    row = await store.load_row(_push_task_id(params.task_id), call.owner(params.tenant))
+    row = await _push_task(call, params.task_id, params.tenant)
     result = await push.list_configs(row, params.page_size, params.page_token)
     if call.dialect == "0.3":
         # 0.3 answers a bare array, unpaged: every page, in order.
@@ -549,11 +555,11 @@ async def list_push_configs(call: Call) -> HttpResponseBase:
 
 
 async def delete_push_config(call: Call) -> HttpResponseBase:
-    _push_task_id("-")
+    _require_push()
     params: DeleteTaskPushNotificationConfigRequest = _params(
         DeleteTaskPushNotificationConfigRequest, call
     )
-    row = await store.load_row(_push_task_id(params.task_id), call.owner(params.tenant))
+    row = await _push_task(call, params.task_id, params.tenant)
     await push.delete_config(row, params.id)
     return call.answer(None)
 

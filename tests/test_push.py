@@ -450,10 +450,10 @@ async def test_the_system_check_says_when_no_sender_runs() -> None:
 
 def test_the_settings_are_checked() -> None:
     with override_settings(
-        A2A_TOOLCALL=config(PUSH_ALLOWED_HOSTS="127.0.0.1", PUSH_MAX_ATTEMPTS=0)
+        A2A_TOOLCALL=config(PUSH_ALLOWED_HOSTS="127.0.0.1", PUSH_MAX_ATTEMPTS=0, PUSH_SENDER="yes")
     ):
         ids = {m.id for m in check_settings()}
-    assert {"a2a_toolcall.E018", "a2a_toolcall.E005"} <= ids
+    assert {"a2a_toolcall.E018", "a2a_toolcall.E005", "a2a_toolcall.E011"} <= ids
 
 
 def test_backoff_doubles_with_jitter_up_to_the_ceiling() -> None:
