@@ -1,6 +1,8 @@
 """ASGI glue: flow control for streamed responses, and a fixed pool of threads for sync code.
 
-Two middlewares, both put around Django by :func:`get_asgi_application`:
+Two middlewares, both put around Django by :func:`get_asgi_application` (whose Django handler
+is :class:`a2a_toolcall.handler.ASGIHandler`: Django's own middleware without a thread hop per
+hook, where the hook does no I/O):
 
 - :class:`FlowControl`: a stream waits for a slow client, under daphne as under uvicorn;
 - :class:`SharedThreads`: the sync code of every request (the ORM, sync middleware, Django's
@@ -49,14 +51,18 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import Executor, Future
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext
+
+if TYPE_CHECKING:
+    from .handler import ASGIHandler
 
 __all__ = [
     "SCOPE_KEY",
     "FlowControl",
     "SharedThreads",
+    "django_handler",
     "get_asgi_application",
     "uses_shared_threads",
     "wrap",
@@ -320,12 +326,21 @@ def wrap(application: ASGIApp) -> ASGIApp:
     return FlowControl(SharedThreads(application))
 
 
-def get_asgi_application() -> ASGIApp:
-    """Django's ASGI application (``django.core.asgi.get_asgi_application``) passed through
-    :func:`wrap`."""
-    from django.core.asgi import get_asgi_application as django_application
+def django_handler() -> ASGIHandler:
+    """Django's ASGI application as ``django.core.asgi.get_asgi_application`` makes it (Django
+    set up, its handler made), the handler being :class:`a2a_toolcall.handler.ASGIHandler`:
+    the hooks of Django's own middleware run on the event loop when they do no I/O."""
+    import django
 
-    return wrap(django_application())
+    django.setup(set_prefix=False)
+    from .handler import ASGIHandler
+
+    return ASGIHandler()
+
+
+def get_asgi_application() -> ASGIApp:
+    """:func:`django_handler` passed through :func:`wrap`."""
+    return wrap(django_handler())
 
 
 def _twisted_request(send: Send) -> Any | None:

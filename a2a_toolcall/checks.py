@@ -329,7 +329,7 @@ def _check_hygiene(config: dict[str, Any]) -> list[CheckMessage]:
                     id="a2a_toolcall.E009",
                 )
             )
-    for switch in ("RECORD_EVENTS", "PUSH_NOTIFICATIONS", "PUSH_SENDER"):
+    for switch in ("RECORD_EVENTS", "PUSH_NOTIFICATIONS", "PUSH_SENDER", "INLINE_MIDDLEWARE"):
         if isinstance(config[switch], bool):
             continue
         errors.append(
@@ -548,8 +548,9 @@ def _check_redis_socket_timeout(alias: str, layer: dict[str, Any]) -> list[Check
 @register(deploy=True)
 def check_flow_control(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """``manage.py check --deploy``: the ASGI application has FlowControl and SharedThreads
-    around Django."""
+    around Django, and Django's handler is a2a_toolcall.handler's."""
     from a2a_toolcall.asgi import FlowControl, SharedThreads
+    from a2a_toolcall.handler import ASGIHandler as InliningHandler
 
     path = getattr(settings, "ASGI_APPLICATION", None)
     if not path:
@@ -585,7 +586,43 @@ def check_flow_control(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
                 id="a2a_toolcall.W015",
             )
         )
+    handler = _asgi_handler(application)
+    if (
+        handler is not None
+        and get_config()["INLINE_MIDDLEWARE"]
+        and not isinstance(handler, InliningHandler)
+    ):
+        messages.append(
+            Warning(
+                f"ASGI_APPLICATION ({path}) serves Django with {type(handler).__name__}: every "
+                "hook of a sync middleware (startproject's MIDDLEWARE has twelve) is a thread "
+                "hop per request, which a burst of streams pays before its first events.",
+                hint="In asgi.py: from a2a_toolcall.asgi import get_asgi_application; "
+                "application = get_asgi_application(), or build yours around "
+                'a2a_toolcall.asgi.django_handler() (docs/deployment.md, "Bursts").',
+                id="a2a_toolcall.W017",
+            )
+        )
     return messages
+
+
+def _asgi_handler(application: Any, depth: int = 0) -> Any | None:
+    """Django's handler at the end of an ASGI chain (through ASGIStaticFilesHandler,
+    ProtocolTypeRouter and middlewares), or None if the chain cannot be followed."""
+    from django.core.handlers.asgi import ASGIHandler
+
+    if depth > 8:
+        return None
+    if isinstance(application, ASGIHandler) and not hasattr(application, "application"):
+        return application
+    mapping = getattr(application, "application_mapping", None)
+    if isinstance(mapping, dict) and "http" in mapping:
+        return _asgi_handler(mapping["http"], depth + 1)
+    for attribute in ("application", "app", "inner"):
+        inner = getattr(application, attribute, None)
+        if inner is not None and inner is not application:
+            return _asgi_handler(inner, depth + 1)
+    return None
 
 
 def _asgi_chain_has(application: Any, kind: type, depth: int = 0) -> bool | None:

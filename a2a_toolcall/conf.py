@@ -68,6 +68,11 @@ DEFAULTS: Final[dict[str, Any]] = {
     # a2a_toolcall.asgi.SharedThreads: a burst of requests queues for them rather than starting
     # a thread each. Each keeps its own database connections.
     "SYNC_THREADS": 8,
+    # Run the hooks of Django's own middleware (SecurityMiddleware, SessionMiddleware,
+    # CsrfViewMiddleware, ...) on the event loop when they do no I/O for the request at hand,
+    # instead of a thread hop each, with a2a_toolcall.asgi.get_asgi_application()'s handler
+    # (a2a_toolcall.handler; docs/deployment.md, "Bursts").
+    "INLINE_MIDDLEWARE": True,
     # Allocations between two runs of the cyclic garbage collector's youngest generation, set
     # by a2a_toolcall.asgi.wrap() (get_asgi_application()) and a2a_worker when the interpreter's is
     # lower (CPython's is 700); None leaves the collector as it is (docs/deployment.md,

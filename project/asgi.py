@@ -12,14 +12,16 @@ every request, which is fine for a demo and not for production: a production sit
 import os
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-from django.core.asgi import get_asgi_application
+from django.core.handlers.asgi import ASGIHandler
 
-from a2a_toolcall.asgi import wrap
+from a2a_toolcall.asgi import django_handler, wrap
 from a2a_toolcall.runtime.registry import warm_up
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
-django_application = get_asgi_application()
+# Django's handler, its own middleware's hooks run without a thread hop when they do no I/O
+# (a2a_toolcall.handler).
+django_application: ASGIHandler = django_handler()
 # Import the agents now (the LangGraph demo builds its graph: 0.7 s), not on the first request.
 warm_up()
 

@@ -213,23 +213,32 @@ async def test_a_stream_resumed_after_the_task_ended_replays_the_rest(database: 
     )
 
 
-BOTH = ["a2a_toolcall.W014", "a2a_toolcall.W015"]
+ALL = ["a2a_toolcall.W014", "a2a_toolcall.W015", "a2a_toolcall.W017"]
 
 
 @pytest.mark.parametrize(
     ("path", "warned"),
     [
-        ("tests.asgi_apps.plain", BOTH),
-        ("tests.asgi_apps.routed_plain", BOTH),
-        ("tests.asgi_apps.flow_only", ["a2a_toolcall.W015"]),
-        ("tests.asgi_apps.wrapped", []),
-        ("tests.asgi_apps.routed_wrapped", []),
+        ("tests.asgi_apps.plain", ALL),
+        ("tests.asgi_apps.routed_plain", ALL),
+        ("tests.asgi_apps.flow_only", ["a2a_toolcall.W015", "a2a_toolcall.W017"]),
+        ("tests.asgi_apps.wrapped", ["a2a_toolcall.W017"]),
+        ("tests.asgi_apps.routed_wrapped", ["a2a_toolcall.W017"]),
+        ("tests.asgi_apps.ours", []),
+        ("tests.asgi_apps.routed_ours", []),
         ("project.asgi.application", []),
     ],
 )
-def test_checks_w014_w015_find_an_asgi_application_without_the_middlewares(
+def test_checks_w014_w015_w017_find_an_asgi_application_without_the_middlewares(
     path: str, warned: list[str]
 ) -> None:
     with override_settings(ASGI_APPLICATION=path):
         found = [message.id for message in check_flow_control()]
     assert found == warned
+
+
+def test_check_w017_is_quiet_with_inline_middleware_off() -> None:
+    with override_settings(
+        ASGI_APPLICATION="tests.asgi_apps.wrapped", A2A_TOOLCALL={"INLINE_MIDDLEWARE": False}
+    ):
+        assert [message.id for message in check_flow_control()] == []
