@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCOPE_KEY",
+    "ClientWrites",
     "FlowControl",
     "SharedThreads",
     "django_handler",
@@ -75,7 +76,40 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[..., Awaitable[None]]
 
 SCOPE_KEY: Final = "a2a_toolcall.flow_control"
-"""Set (to True) in the scope of every HTTP request that went through :class:`FlowControl`."""
+"""Set in the scope of every HTTP request that went through :class:`FlowControl`: its
+:class:`ClientWrites`."""
+
+
+class ClientWrites:
+    """Whether a response's client holds its writes back now: a ``send()`` of the response is
+    waiting for the client to read (under daphne with :class:`FlowControl`, as under uvicorn).
+
+    A stream that is waiting so no longer paces its task's agent (docs/server.md, "Slow
+    readers"): the agent goes on, and the stream closes past ``STREAM_BUFFER_LIMIT``.
+    """
+
+    __slots__ = ("waiting",)
+
+    def __init__(self) -> None:
+        self.waiting = False
+
+    def blocked(self) -> bool:
+        """True while a send of this response waits for the client."""
+        return self.waiting
+
+    def watch(self, send: Send) -> Send:
+        """``send``, noting while it waits."""
+
+        async def watched(message: Message) -> None:
+            # Only a send that suspends can be seen waiting: one that returns at once runs
+            # with nothing else in between.
+            self.waiting = True
+            try:
+                await send(message)
+            finally:
+                self.waiting = False
+
+        return watched
 
 
 class FlowControl:
@@ -84,7 +118,8 @@ class FlowControl:
     On daphne each ``http.response.body`` message of a streamed response (one sent with
     ``more_body``) waits while Twisted reports the connection's send buffer full; a client
     that goes away ends the wait (the application is told by ``http.disconnect`` as usual).
-    On any other server the messages pass as they are.
+    On any other server the messages pass as they are. On every server, the request's
+    :class:`ClientWrites` (in the scope) says while a send waits for the client.
     """
 
     def __init__(self, application: ASGIApp) -> None:
@@ -95,11 +130,12 @@ class FlowControl:
             await self.application(scope, receive, send)
             return
         scope = dict(scope)
-        scope[SCOPE_KEY] = True
+        client = ClientWrites()
+        scope[SCOPE_KEY] = client
         request = _twisted_request(send)
         if request is not None:
             send = _TwistedFlow(request, send).send
-        await self.application(scope, receive, send)
+        await self.application(scope, receive, client.watch(send))
 
 
 class _Lane(Executor):

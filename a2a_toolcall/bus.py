@@ -44,7 +44,7 @@ import re
 import sys
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
@@ -72,6 +72,7 @@ __all__ = [
     "TOPIC_RESPONSE",
     "TOPIC_SYNC",
     "TOPIC_TOOLFRAME",
+    "Alarm",
     "Bus",
     "BusPayloadError",
     "Envelope",
@@ -441,7 +442,17 @@ class Bus:
 
 
 PUBLISH_WINDOW: Final = 256
-"""Unacknowledged envelopes a task's publisher sends before it waits (consumers ack every 64)."""
+"""Unacknowledged envelopes a task's publisher sends before it waits (consumers ack every 64),
+across processes."""
+PACE_WINDOW: Final = 2
+"""Unacknowledged envelopes a task's publisher on an in-memory layer has while the task's
+consumer paces it (:meth:`TaskStream.set_window`).
+
+The consumer is in the same process and acknowledges by a call, not a message
+(:meth:`TaskStream.acknowledge`); the recorder acknowledges what the task's streams have
+taken. The agent is so held a couple of envelopes ahead of its streams: under load it slows to
+what they carry rather than queueing frames behind them, and a frame's time from the agent to
+the client stays a couple of frames' worth (docs/benchmarks.md)."""
 ACK_EVERY: Final = 64
 """Envelopes a stream's consumer takes between two acknowledgements."""
 YIELD_EVERY: Final = 8
@@ -463,6 +474,119 @@ def _group_send_nowait(layer: BaseChannelLayer) -> Any:
     if isinstance(layer, Fast) and type(layer).group_send is Fast.group_send:
         return layer.group_send_nowait
     return None
+
+
+_local_publishers: weakref.WeakValueDictionary[str, TaskPublisher] = weakref.WeakValueDictionary()
+"""The publishers on in-memory layers, by task: their consumers acknowledge by a call."""
+_local_consumers: weakref.WeakValueDictionary[str, TaskStream] = weakref.WeakValueDictionary()
+"""The consumers on in-memory layers, by task: a publisher kept waiting asks them again."""
+
+PACE_CHECK: Final = 0.05
+"""Seconds a publisher on an in-memory layer waits for an acknowledgement before it asks its
+consumer to look again (:meth:`TaskStream.stalled`): a stream whose client stopped reading no
+longer holds the agent back, and nothing else would say so."""
+
+
+class Alarm:
+    """The deadline of the current wait of a series, kept by one timer rather than a timer per
+    wait (a stream or a subscription waits thousands of times a minute, nearly always far
+    less than its timeout).
+
+    :meth:`set` arms it for a wait: ``ring`` is called once the deadline passes (unless
+    :meth:`clear` came first). The timer is moved only when it fires before the current
+    deadline, so a series of short waits with a 2 s timeout costs about one timer per 2 s.
+    """
+
+    __slots__ = ("_deadline", "_ring", "_timer")
+
+    def __init__(self) -> None:
+        self._deadline = 0.0
+        self._ring: Callable[[], None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def set(
+        self, loop: asyncio.AbstractEventLoop, deadline: float, ring: Callable[[], None]
+    ) -> None:
+        self._deadline = deadline
+        self._ring = ring
+        timer = self._timer
+        if timer is not None and timer.when() > deadline:
+            timer.cancel()
+            timer = None
+        if timer is None:
+            self._timer = loop.call_at(deadline, self._fire, loop)
+
+    def clear(self) -> None:
+        """The wait ended: nothing rings (the timer, if any, fires later and finds that)."""
+        self._ring = None
+
+    def cancel(self) -> None:
+        """No more waits: the timer goes."""
+        self._ring = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        ring = self._ring
+        if ring is None:
+            return
+        if loop.time() >= self._deadline:
+            self._ring = None
+            ring()
+        else:
+            self._timer = loop.call_at(self._deadline, self._fire, loop)
+
+
+class _RoomWaits:
+    """The publishers of one event loop waiting for room in their window, looked at every
+    :data:`PACE_CHECK` by one timer (rather than a timer per wait): a consumer is asked to
+    look again, a wait past its ``window_wait`` is given up."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.waiting: dict[TaskPublisher, float] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, publisher: TaskPublisher) -> None:
+        self.waiting[publisher] = self.loop.time()
+        if self._timer is None:
+            self._timer = self.loop.call_later(PACE_CHECK, self._sweep)
+
+    def discard(self, publisher: TaskPublisher) -> None:
+        self.waiting.pop(publisher, None)
+
+    def _sweep(self) -> None:
+        self._timer = None
+        now = self.loop.time()
+        for publisher, since in list(self.waiting.items()):
+            if now - since >= publisher.window_wait:
+                # No acknowledgement in time (a consumer that is gone, or that never acks):
+                # go on; the consumer's side detects what is missing.
+                publisher._room.set()
+            elif now - since >= PACE_CHECK and (consumer := _local_consumers.get(publisher.cid)):
+                consumer.stalled()
+        if self.waiting:
+            self._timer = self.loop.call_later(PACE_CHECK, self._sweep)
+
+
+_room_waits_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _RoomWaits] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _room_waits() -> _RoomWaits:
+    loop = asyncio.get_running_loop()
+    waits = _room_waits_by_loop.get(loop)
+    if waits is None:
+        waits = _room_waits_by_loop[loop] = _RoomWaits(loop)
+    return waits
+
+
+def _is_local(layer: BaseChannelLayer) -> bool:
+    """True for a layer whose every member is in this process (an in-memory one)."""
+    return isinstance(layer, InMemoryChannelLayer)
 
 
 def _fitting_window(window: int | None, layer: BaseChannelLayer) -> int | None:
@@ -503,11 +627,14 @@ class TaskPublisher:
     Every envelope is kept until a consumer acknowledges it (:meth:`acknowledge`), so a gap
     can be filled (:meth:`resend`): a send that fails is logged and left to that.
 
-    Flow control: with ``window`` envelopes unacknowledged, :meth:`publish` waits for an
-    acknowledgement (at most ``window_wait`` seconds) before it takes more. An agent can then
-    never outrun its consumer by more than a window: on a Redis layer, a producer faster than
-    the consuming process would otherwise fill the channel past its capacity, Redis would drop
-    messages, and the resends would add to the flood.
+    Flow control: once ``window`` envelopes are unacknowledged, :meth:`publish` waits for an
+    acknowledgement (at most ``window_wait`` seconds) before it returns, so the agent's next
+    event is made only once there is room for it. An agent can then never outrun its consumer
+    by more than a window: on a Redis layer, a producer faster than the consuming process would
+    otherwise fill the channel past its capacity, Redis would drop messages, and the resends
+    would add to the flood. On an in-memory layer the consumer acknowledges by a call
+    (:meth:`TaskStream.acknowledge`) and may narrow the window (:meth:`TaskStream.set_window`:
+    the recorder does to :data:`PACE_WINDOW` while a stream paces the agent).
     """
 
     def __init__(
@@ -534,6 +661,11 @@ class TaskPublisher:
         self._room = asyncio.Event()
         self._room.set()
         self._send_nowait = _group_send_nowait(bus.layer)
+        if _is_local(bus.layer):
+            _local_publishers[cid] = self
+            consumer = _local_consumers.get(cid)
+            if consumer is not None and consumer.window is not None:
+                self.window = _fitting_window(consumer.window, bus.layer)
 
     def _number(self, topic: str, payload: dict[str, Any]) -> Envelope:
         check_msgpack_safe(payload)
@@ -547,16 +679,11 @@ class TaskPublisher:
         """Publish the next envelope at once if that cannot suspend, else None (nothing done).
 
         It can on :class:`a2a_toolcall.layers.InMemoryChannelLayer`, whose ``group_send_nowait``
-        puts the message on its members' queues without waiting, with room in the window and
-        nothing else being sent: no task or loop turn is spent on the envelope.
+        puts the message on its members' queues without waiting, with nothing else being sent:
+        no task or loop turn is spent on the envelope. The window is the caller's to mind.
         """
         send_nowait = self._send_nowait
-        if (
-            send_nowait is None
-            or self._queue
-            or self._lock.locked()
-            or (self.window is not None and len(self._outbox) >= self.window)
-        ):
+        if send_nowait is None or self._queue or self._lock.locked():
             return None
         envelope = self._number(topic, payload)
         send_nowait(group_name(topic, self.cid), envelope.to_message())
@@ -564,27 +691,51 @@ class TaskPublisher:
         return envelope
 
     async def publish(self, topic: str, payload: dict[str, Any]) -> Envelope:
-        """Publish the next envelope of this task (it is sent in the background, in order)."""
+        """Publish the next envelope of this task (it is sent in the background, in order);
+        with the window full, return once a consumer has acknowledged some."""
         envelope = self.publish_nowait(topic, payload)
-        if envelope is not None:
-            await self.pause()
-            return envelope
+        if envelope is None:
+            envelope = self._number(topic, payload)
+            self._queue.append(envelope)
+            if self._sender is None:
+                # A fresh context: the sender outlives whatever (a request) published first.
+                self._sender = asyncio.get_running_loop().create_task(
+                    self._send_queued(), context=contextvars.Context()
+                )
         if self.window is not None and len(self._outbox) >= self.window:
-            self._room.clear()
-            with contextlib.suppress(TimeoutError):
-                # No acknowledgement in time (a consumer that is gone, or that never acks):
-                # go on; the consumer's side detects what is missing.
-                async with asyncio.timeout(self.window_wait):
-                    await self._room.wait()
-        envelope = self._number(topic, payload)
-        self._queue.append(envelope)
-        if self._sender is None:
-            # A fresh context: the sender outlives whatever (a request) published first.
-            self._sender = asyncio.get_running_loop().create_task(
-                self._send_queued(), context=contextvars.Context()
-            )
-        await self.pause()
+            # Waited for after the envelope went, not before the next: what the agent makes
+            # next is made once there is room for it.
+            await self._wait_for_room()
+        else:
+            await self.pause()
         return envelope
+
+    async def _wait_for_room(self) -> None:
+        self._room.clear()
+        if self.cid in _local_publishers:
+            # Watched by the loop's sweep (no timer per wait): a consumer asked to look again
+            # every PACE_CHECK, the wait given up after window_wait.
+            waits = _room_waits()
+            waits.add(self)
+            try:
+                await self._room.wait()
+            finally:
+                waits.discard(self)
+            return
+        with contextlib.suppress(TimeoutError):
+            # No acknowledgement in time (a consumer that is gone, or that never acks): go
+            # on; the consumer's side detects what is missing.
+            async with asyncio.timeout(self.window_wait):
+                await self._room.wait()
+
+    def set_window(self, window: int) -> None:
+        """Let ``window`` envelopes be unacknowledged from now on (the consumer's choice)."""
+        fitting = _fitting_window(window, self.bus.layer)
+        if fitting == self.window:
+            return
+        self.window = fitting
+        if fitting is None or len(self._outbox) < fitting:
+            self._room.set()
 
     async def _send_queued(self) -> None:
         try:
@@ -684,6 +835,7 @@ class Subscription:
         self._batched: collections.deque[Envelope] = collections.deque()
         self._closed = False
         self._woken = False
+        self._alarm = Alarm()
 
     async def wake(self) -> None:
         """Make a :meth:`get` that is waiting (or the next one) return None now: its caller
@@ -718,6 +870,7 @@ class Subscription:
         """Leave every group and end the pending receive. Idempotent."""
         if self._closed:
             return
+        self._alarm.cancel()
         self._closed = True
         joined, self._joined = self._joined, []
         assert self.channel is not None
@@ -821,14 +974,23 @@ class Subscription:
         """Wait for ``waiter`` (a layer's ``message_waiter``); False when ``timeout`` passes."""
         if waiter.done():
             return True
+        loop = asyncio.get_running_loop()
+        timed_out = False
+        if timeout is not None:
+
+            def ring() -> None:
+                nonlocal timed_out
+                if not waiter.done():
+                    timed_out = True
+                    waiter.set_result(None)
+
+            self._alarm.set(loop, loop.time() + timeout, ring)
         try:
-            async with asyncio.timeout(timeout):
-                await waiter
-            return True
-        except TimeoutError:
-            return False
+            await waiter
+            return not timed_out
         finally:
-            if waiter.cancelled():
+            self._alarm.clear()
+            if waiter.cancelled() or timed_out:
                 self.layer.discard_waiter(self.channel)  # type: ignore[attr-defined]
 
     def __aiter__(self) -> AsyncIterator[Envelope]:
@@ -868,6 +1030,12 @@ class TaskStream:
     envelope, or for ``lost_after`` seconds later. Open it *before* the work is requested.
     Envelopes of the ``also`` topics (e.g. the control topics, to watch what clients ask of the
     runtime) are passed through as they arrive, outside the ``seq`` order.
+
+    Acknowledgements: across processes, a message every ``ack_every`` envelopes delivered. On
+    an in-memory layer, a call on the task's publisher (:meth:`acknowledge`) for every
+    envelope delivered or, when ``paced``, for what the consumer says it has passed on: the
+    recorder acknowledges what the task's streams have taken, which holds the agent a
+    :data:`PACE_WINDOW` ahead of them.
     """
 
     def __init__(
@@ -880,10 +1048,21 @@ class TaskStream:
         first_wait: float = 120.0,
         ack_every: int = ACK_EVERY,
         also: tuple[str, ...] = (),
+        paced: bool = False,
     ) -> None:
         self.bus = bus
         self.cid = cid
         self.also = also
+        self.local = _is_local(bus.layer)
+        """Acknowledgements are calls on this process's publisher, not messages."""
+        self.paced = paced
+        self.on_stall: Callable[[], None] | None = None
+        """Paced: called when the publisher has waited :data:`PACE_CHECK` for an
+        acknowledgement (the consumer looks again at what holds it back)."""
+        self.window: int | None = None
+        """The window the consumer chose for the task's publisher (:meth:`set_window`)."""
+        if self.local:
+            _local_consumers[cid] = self
         self.expected = 1
         self.probe_after = probe_after
         self.lost_after = lost_after
@@ -985,9 +1164,42 @@ class TaskStream:
 
     async def _deliver(self, envelope: Envelope) -> Envelope:
         self.expected = envelope.seq + 1
-        if envelope.seq % self.ack_every == 0:
+        if self.local:
+            if not self.paced:
+                self.acknowledge(envelope.seq)
+        elif envelope.seq % self.ack_every == 0:
             await self._control({"ack": envelope.seq})
         return envelope
+
+    def stalled(self) -> None:
+        """The publisher has waited a while for an acknowledgement."""
+        if self.on_stall is not None:
+            self.on_stall()
+
+    def acknowledge(self, seq: int) -> None:
+        """On an in-memory layer: the consumer has everything up to ``seq``; the publisher may
+        forget it and publish on (across processes, acknowledgements are messages every
+        ``ack_every`` envelopes, sent as they are delivered)."""
+        publisher = self._local_publisher()
+        if publisher is not None:
+            publisher.acknowledge(seq)
+
+    def set_window(self, window: int) -> None:
+        """On an in-memory layer: let the publisher have ``window`` envelopes unacknowledged
+        (a paced consumer's choice: :data:`PACE_WINDOW` while it paces the agent to its
+        streams, more when nothing needs it to); a publisher made later starts with it."""
+        self.window = window
+        publisher = self._local_publisher()
+        if publisher is not None:
+            publisher.set_window(window)
+
+    def _local_publisher(self) -> TaskPublisher | None:
+        if not self.local:
+            return None
+        publisher = _local_publishers.get(self.cid)
+        if publisher is not None and publisher.bus.layer is self.bus.layer:
+            return publisher
+        return None
 
     async def finish(self) -> None:
         """Tell the runtime everything arrived, so it can forget the task."""

@@ -647,7 +647,7 @@ def _asgi_chain_has(application: Any, kind: type, depth: int = 0) -> bool | None
     return None
 
 
-_NULLABLE_NUMBERS: Final = frozenset({"GC_GEN0_THRESHOLD"})
+_NULLABLE_NUMBERS: Final = frozenset({"GC_GEN0_THRESHOLD", "STREAM_PACING"})
 
 
 def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
@@ -657,6 +657,7 @@ def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
         ("WORKER_CONCURRENCY", (int,), False),
         ("RETAIN_AFTER_RESPONSE", (int, float), True),
         ("KEEPALIVE_INTERVAL", (int, float), False),
+        ("STREAM_PACING", (int, float), False),
         ("STREAM_BUFFER_LIMIT", (int,), False),
         ("SYNC_THREADS", (int,), False),
         ("GC_GEN0_THRESHOLD", (int,), False),

@@ -64,6 +64,11 @@ DEFAULTS: Final[dict[str, Any]] = {
     # they arrive) before the stream closes; the client resumes with Last-Event-ID. Needs
     # a2a_toolcall.asgi.FlowControl under daphne (docs/server.md, "Slow readers").
     "STREAM_BUFFER_LIMIT": 1024 * 1024,
+    # Seconds a tool frame may wait for a stream, since the agent made it, before the agent is
+    # held back: while a stream's client reads, its task's agent runs only as far ahead of it
+    # as keeps the frames' wait near this (docs/server.md, "Pacing"). None: agents run as fast
+    # as they can and frames queue behind a busy stream.
+    "STREAM_PACING": 0.005,
     # Threads that run the sync code (the ORM, sync middleware) of all requests, with
     # a2a_toolcall.asgi.SharedThreads: a burst of requests queues for them rather than starting
     # a thread each. Each keeps its own database connections.

@@ -29,8 +29,9 @@ import contextvars
 import functools
 import itertools
 import logging
+import time
 import uuid
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple
 
@@ -38,6 +39,8 @@ from pydantic_core import to_json
 
 from a2a_toolcall import memory, store
 from a2a_toolcall.bus import (
+    PACE_WINDOW,
+    PUBLISH_WINDOW,
     TOPIC_ARTIFACT,
     TOPIC_CANCEL,
     TOPIC_EVENTS,
@@ -46,6 +49,7 @@ from a2a_toolcall.bus import (
     TOPIC_PROGRESS,
     TOPIC_RESPONSE,
     TOPIC_TOOLFRAME,
+    Alarm,
     Bus,
     Envelope,
     RuntimeLost,
@@ -102,6 +106,8 @@ __all__ = ["FLUSH_INTERVAL", "RUNTIME_STOPPED", "Recorder", "TaskHub", "ends_str
 logger = logging.getLogger(__name__)
 
 ANSWER_ARTIFACT_NAME: Final = "answer"
+PACE_MAX: Final = 32
+"""The widest window of an agent a stream paces."""
 HUB_KEEP_SECONDS: Final = 5.0
 """How long a finished task's events stay in memory for streams that open late (then: the DB)."""
 SUMMARY_INTERVAL: Final = 1.0
@@ -193,10 +199,33 @@ class HubListener:
     (``Last-Event-ID``). A single event larger than the limit never makes it behind on its own.
     """
 
-    __slots__ = ("_arrived", "_events", "behind", "ended", "limit", "queued")
+    __slots__ = (
+        "_alarm",
+        "_arrived",
+        "_events",
+        "_hub",
+        "behind",
+        "blocked",
+        "ended",
+        "limit",
+        "queued",
+        "taken",
+    )
 
-    def __init__(self, limit: int) -> None:
+    def __init__(
+        self,
+        limit: int,
+        hub: TaskHub | None = None,
+        blocked: Callable[[], bool] | None = None,
+    ) -> None:
         self.limit = limit
+        self._hub = hub
+        self.blocked = blocked
+        """With it, the listener paces the task's agent (a stream does, see
+        :meth:`Recorder._release`): True while its client holds the stream's writes back."""
+        self.taken = 0
+        """The seq of the last event taken."""
+        self._alarm: Alarm | None = None
         self._events: collections.deque[LoggedEvent] = collections.deque()
         self._arrived = asyncio.Event()
         self.queued = 0
@@ -227,14 +256,46 @@ class HubListener:
             return None
         event = self._events.popleft()
         self.queued -= len(event.json)
+        self.taken = event.seq
+        if self.blocked is not None and self._hub is not None:
+            self._hub.moved()
         return event
 
-    async def wait(self) -> None:
-        """Until an event arrives (or the listener is behind or ended)."""
+    @property
+    def paces(self) -> bool:
+        """It paces the agent (a stream, still reading, whose client reads)."""
+        return (
+            self.blocked is not None and not self.behind and not self.ended and not self.blocked()
+        )
+
+    @property
+    def waiting(self) -> bool:
+        """It has events not yet taken."""
+        return bool(self._events)
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Until an event arrives (or the listener is behind or ended); False if ``timeout``
+        seconds pass first."""
         if self._events or self.behind or self.ended:
-            return
+            return True
         self._arrived.clear()
-        await self._arrived.wait()
+        if timeout is None:
+            await self._arrived.wait()
+            return True
+        loop = asyncio.get_running_loop()
+        if self._alarm is None:
+            self._alarm = Alarm()
+        self._alarm.set(loop, loop.time() + timeout, self._arrived.set)
+        try:
+            await self._arrived.wait()
+        finally:
+            self._alarm.clear()
+        return bool(self._events) or self.behind or self.ended
+
+    def close(self) -> None:
+        """No more waits (the reader left)."""
+        if self._alarm is not None:
+            self._alarm.cancel()
 
 
 KEEP_WRITTEN: Final = 16_384
@@ -261,6 +322,8 @@ class TaskHub:
         self._written = 0
         """How many of :attr:`events` (from the left) are written."""
         self._written_bytes = 0
+        self.on_move: Callable[[], None] | None = None
+        """Called when a pacing listener took events or left (the recorder's pacing)."""
 
     def publish(self, event: LoggedEvent) -> None:
         self.events.append(event)
@@ -287,17 +350,27 @@ class TaskHub:
         """The events after ``after_seq`` held here (those up to :attr:`stored` are not)."""
         return [e for e in self.events if e.seq > after_seq]
 
-    def listen(self, limit: int) -> HubListener:
+    def listen(self, limit: int, blocked: Callable[[], bool] | None = None) -> HubListener:
         """A listener for the events to come (``ended`` once the recording stops here: a
-        parked task goes on elsewhere, read the store)."""
-        listener = HubListener(limit)
+        parked task goes on elsewhere, read the store). With ``blocked`` (is the listener's
+        client holding its writes back?) it paces the agent (:meth:`Recorder._release`)."""
+        listener = HubListener(limit, self, blocked)
         self.listeners.add(listener)
         if self.closed:
             listener.end()
+        elif blocked is not None:
+            self.moved()  # the agent is paced from now on
         return listener
 
     def unlisten(self, listener: HubListener) -> None:
+        listener.close()
         self.listeners.discard(listener)
+        if listener.blocked is not None:
+            self.moved()
+
+    def moved(self) -> None:
+        if self.on_move is not None:
+            self.on_move()
 
     def close(self) -> None:
         """No more events here: tell the listeners."""
@@ -397,6 +470,18 @@ class Recorder:
         self._lease_lost = False
         self._end_level = logging.INFO
         self._end_fields: dict[str, Any] = {}
+        # Envelopes handled, not yet acknowledged: (the last event seq then, envelope seq),
+        # held while a stream has not taken that event (pacing; TaskStream.acknowledge).
+        # (the last event seq then, envelope seq, when the agent made it).
+        self._held: collections.deque[tuple[int, int, float]] = collections.deque()
+        self._window = PUBLISH_WINDOW
+        """The agent's window now (pacing: :meth:`_release`)."""
+        self._resized_at = 0.0
+        self._pacing = False
+        self.pacing = float(get_setting("STREAM_PACING") or 0.0)
+        """``STREAM_PACING``: the seconds an event may wait for the streams pacing the agent."""
+        self.hub.on_move = self._release
+        stream.on_stall = self._release
         _hubs[task.id] = self.hub
         _recorders[task.id] = self
         if resumed_from is None:
@@ -715,6 +800,11 @@ class Recorder:
             self.ready.set()
             with contextlib.suppress(Exception):
                 await self.flush()
+            # The hub outlives the recording (HUB_KEEP_SECONDS) for late readers: it must not
+            # keep the recorder (and its timeline) alive that long.
+            self.hub.on_move = None
+            self.stream.on_stall = None
+            self._held.clear()
             self.hub.close()
             if _recorders.get(self.task_id) is self:
                 del _recorders[self.task_id]
@@ -746,6 +836,72 @@ class Recorder:
                 return
             if envelope is not None:
                 await self._on_envelope(envelope)
+                if envelope.seq > 0 and envelope.topic not in self.stream.also:
+                    self._held.append((self.seq, envelope.seq, envelope.ts))
+                    self._release()
+
+    def _release(self) -> None:
+        """Acknowledge the envelopes whose events every stream pacing the agent has taken
+        (all of them when none is), and size the agent's window to what the streams carry.
+
+        While a stream paces the agent (:meth:`TaskHub.paced`), the window grows by a quarter
+        each time the streams have taken everything they were given, and halves (at most
+        once per ``STREAM_PACING``) when an event waits for them longer than that since the
+        agent made it, down to :data:`~a2a_toolcall.bus.PACE_WINDOW`: a lone fast agent runs
+        with a wide window and large writes, many on a busy process each a couple of
+        envelopes ahead of their streams, whose frames then reach the client about as soon
+        as the agent makes them (docs/benchmarks.md, "Pacing"). No stream pacing it: the agent
+        runs :data:`~a2a_toolcall.bus.PUBLISH_WINDOW` ahead of this recorder.
+        """
+        held = self._held
+        # One pass over the task's streams (there is usually one): does any pace the agent,
+        # and how far has every one holding events back taken them?
+        paced = False
+        floor: int | None = None
+        for listener in self.hub.listeners:
+            if listener.paces:
+                paced = True
+                if listener.waiting and (floor is None or listener.taken < floor):
+                    floor = listener.taken
+        if not paced:
+            if held:
+                self.stream.acknowledge(held[-1][1])
+                held.clear()
+            if self._pacing:
+                self._pacing = False
+                self._set_window(PUBLISH_WINDOW)
+            return
+        if not self._pacing:
+            self._pacing = True
+            self._set_window(PACE_WINDOW)
+        if not held:
+            return
+        now = time.time()
+        waited = 0.0  # the longest an event taken now waited, since the agent made it
+        last = None
+        while held and (floor is None or held[0][0] <= floor):
+            _, last, made = held.popleft()
+            waited = max(waited, now - made)
+        if last is not None:
+            self.stream.acknowledge(last)
+        if held:
+            waited = max(waited, now - held[0][2])
+        target = self.pacing
+        if now - self._resized_at < target:
+            return
+        if waited > target:
+            self._resized_at = now
+            self._set_window(self._window // 2)
+        elif last is not None and not held:
+            self._resized_at = now
+            self._set_window(self._window + 1)
+
+    def _set_window(self, window: int) -> None:
+        ceiling = PACE_MAX if self._pacing else PUBLISH_WINDOW
+        window = max(PACE_WINDOW, min(ceiling, window))
+        if window != self._window:
+            self._window = window
+            self.stream.set_window(window)
 
     async def _runtime_lost(self, why: str) -> bool:
         """The runtime is gone (its lease expired, or it stopped answering): cancel, park, run

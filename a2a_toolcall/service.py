@@ -130,11 +130,19 @@ class EventFeed:
     from the store page by page instead of holding it.
     """
 
-    def __init__(self, bus: Bus, task_id: str, after_seq: int, limit: int | None = None) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        task_id: str,
+        after_seq: int,
+        limit: int | None = None,
+        blocked: Callable[[], bool] | None = None,
+    ) -> None:
         self.bus = bus
         self.task_id = task_id
         self.last = after_seq
         self.limit = limit
+        self.blocked = blocked
         self._backlog: collections.deque[LoggedEvent] = collections.deque()
         self._listener: HubListener | None = None
         self._subscription: Subscription | None = None
@@ -158,7 +166,7 @@ class EventFeed:
                 # be: the feed waits for its notification).
                 await self._from_store()
                 return self
-            self._listener = hub.listen(limit)
+            self._listener = hub.listen(limit, self.blocked)
             self._backlog.extend(backlog)
             # What the hub already let go is in the database: read that first.
             self._stored_until = hub.stored
@@ -237,10 +245,7 @@ class EventFeed:
                     # The recording stopped here (the task was parked): read on from the store.
                     await self._from_store()
                     continue
-                try:
-                    async with asyncio.timeout(timeout):
-                        await listener.wait()
-                except TimeoutError:
+                if not await listener.wait(timeout):
                     return None
                 continue
             if deadline is None and timeout is not None:
@@ -340,6 +345,7 @@ class TaskService:
             also=(TOPIC_CANCEL, TOPIC_INPUT_RESPONSE),
             first_wait=float(get_setting("RUNTIME_PICKUP_TIMEOUT")),
             lost_after=float(get_setting("RUNTIME_LOST_AFTER")),
+            paced=True,  # the recorder acknowledges what the task's streams have taken
         )
         stream.expected = first_seq
         return stream
@@ -428,10 +434,18 @@ class TaskService:
 
     # --- waiting -----------------------------------------------------------------------------
 
-    def feed(self, task_id: str, after_seq: int, limit: int | None = None) -> EventFeed:
+    def feed(
+        self,
+        task_id: str,
+        after_seq: int,
+        limit: int | None = None,
+        blocked: Callable[[], bool] | None = None,
+    ) -> EventFeed:
         """The task's events after ``after_seq``: ``async with service.feed(...) as feed``
-        (at most ``limit`` bytes of them held for a reader that falls behind)."""
-        return EventFeed(self.bus, task_id, after_seq, limit)
+        (at most ``limit`` bytes of them held for a reader that falls behind). With
+        ``blocked`` (is the reader's client holding its writes back?), a task recorded here is
+        paced to what the feed takes while its client reads."""
+        return EventFeed(self.bus, task_id, after_seq, limit, blocked)
 
     async def wait(
         self,

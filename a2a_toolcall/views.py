@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from a2a_toolcall import memory, push, store, throttle
 from a2a_toolcall import models as orm
 from a2a_toolcall.asgi import SCOPE_KEY as FLOW_CONTROL_KEY
-from a2a_toolcall.asgi import uses_shared_threads
+from a2a_toolcall.asgi import ClientWrites, uses_shared_threads
 from a2a_toolcall.auth import Caller, authenticate, unauthenticated
 from a2a_toolcall.card import build_card, default_agent_name
 from a2a_toolcall.conf import get_setting
@@ -672,6 +672,11 @@ def _stream(
     keepalive = float(get_setting("KEEPALIVE_INTERVAL"))
     limit = int(get_setting("STREAM_BUFFER_LIMIT"))
     _check_flow_control(call.request)
+    # The task's agent is paced to what this stream takes while its client reads (FlowControl
+    # says when the client holds the writes back), unless STREAM_PACING is off.
+    client = getattr(call.request, "scope", {}).get(FLOW_CONTROL_KEY)
+    paces = isinstance(client, ClientWrites) and get_setting("STREAM_PACING") is not None
+    blocked = client.blocked if paces else None
     undispatched = [dispatch] if dispatch is not None else []
     settled = False
 
@@ -707,11 +712,13 @@ def _stream(
 
     async def events() -> AsyncIterator[bytes]:
         try:
-            for response in first:
-                yield _frame(call, None, response)
-            if first:
-                await settle()
-            async with service.feed(task_id, after_seq, limit) as feed:
+            # The feed first: it paces the task's agent from its first event on (it is
+            # listening before the work goes out).
+            async with service.feed(task_id, after_seq, limit, blocked) as feed:
+                for response in first:
+                    yield _frame(call, None, response)
+                if first:
+                    await settle()
                 while True:
                     try:
                         event = await feed.next(timeout=keepalive)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
 import json
 import math
@@ -45,6 +46,18 @@ class StreamStats:
     task_ms: float
     frames: int
     emit_to_receive_ms: list[float]
+    arrivals: list[tuple[float, float]] = field(default_factory=list)
+    """Per tool frame, in stream order: (the agent's ``t_emit``, when the client read it)."""
+
+    def leads(self) -> list[int]:
+        """Per tool frame: how many of the stream's frames the agent had made and the client
+        not yet read when the agent made this one (how far the agent ran ahead of its
+        reader)."""
+        read_at = sorted(received for _, received in self.arrivals)
+        return [
+            i - bisect.bisect_right(read_at, emitted)
+            for i, (emitted, _) in enumerate(self.arrivals)
+        ]
 
 
 @dataclass
@@ -67,6 +80,7 @@ class LoadResult:
         first = [s.first_event_ms for s in self.streams]
         whole = [s.task_ms for s in self.streams]
         lag = [ms for s in self.streams for ms in s.emit_to_receive_ms]
+        leads = [float(n) for s in self.streams for n in s.leads()]
         return {
             "frames_per_s": self.frames / self.wall_s,
             "tasks_per_s": len(self.streams) / self.wall_s,
@@ -76,6 +90,8 @@ class LoadResult:
             "task_p99_ms": percentile(whole, 99),
             "emit_to_receive_p50_ms": percentile(lag, 50),
             "emit_to_receive_p99_ms": percentile(lag, 99),
+            "lead_p50_frames": percentile(leads, 50),
+            "lead_p99_frames": percentile(leads, 99),
         }
 
 
@@ -115,6 +131,7 @@ async def stream_task(http: httpx.AsyncClient, endpoint: str, k: int, pad: int) 
     started: set[int] = set()
     completed: set[int] = set()
     lags: list[float] = []
+    arrivals: list[tuple[float, float]] = []
     final: str | None = None
     frames = 0
     begin = time.perf_counter()
@@ -171,7 +188,9 @@ async def stream_task(http: httpx.AsyncClient, endpoint: str, k: int, pad: int) 
                         payload = frame["result"]
                     else:
                         raise LoadError(f"task {task_id}: unexpected frame {frame}")
-                    lags.append((received - float(payload["t_emit"])) * 1000)
+                    emitted = float(payload["t_emit"])
+                    lags.append((received - emitted) * 1000)
+                    arrivals.append((emitted, received))
     end = time.perf_counter()
     if task_id is None or first_event is None:
         raise LoadError("the stream ended before the Task")
@@ -188,6 +207,7 @@ async def stream_task(http: httpx.AsyncClient, endpoint: str, k: int, pad: int) 
         task_ms=(end - begin) * 1000,
         frames=frames,
         emit_to_receive_ms=lags,
+        arrivals=arrivals,
     )
 
 

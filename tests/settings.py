@@ -142,6 +142,7 @@ A2A_TOOLCALL = {
     "DEFAULT_AGENT": os.environ.get("A2A_TEST_AGENT", "demo"),
     "KEEPALIVE_INTERVAL": float(os.environ.get("A2A_TEST_KEEPALIVE", "15")),
     "STREAM_BUFFER_LIMIT": int(os.environ.get("A2A_TEST_STREAM_BUFFER", str(1024 * 1024))),
+    "STREAM_PACING": None if os.environ.get("A2A_TEST_STREAM_PACING") == "off" else 0.005,
     "RECORD_EVENTS": os.environ.get("A2A_TEST_RECORD_EVENTS", "1") == "1",
     "TASK_TIME_LIMIT": float(os.environ.get("A2A_TEST_TIME_LIMIT", "300")),
     "RUNTIME_LOST_AFTER": float(os.environ.get("A2A_TEST_LOST_AFTER", "30")),

@@ -337,19 +337,19 @@ class _TaskRun:
 
     async def _drive(self) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
-        budget = self.runtime.time_limit
         try:
             stream = self.agent(self.task)
         except Exception as exc:
             return self._failure(exc)
         asend = getattr(stream, "asend", None)
         to_send: Any = None
+        # One deadline for the whole run (not a timer per event), held while the agent waits
+        # for the user's answer: only time spent working counts against the budget.
+        deadline = asyncio.timeout(self.runtime.time_limit)
         try:
-            while True:
-                started = loop.time()
-                deadline = asyncio.timeout(budget)
-                try:
-                    async with deadline:
+            try:
+                async with deadline:
+                    while True:
                         if to_send is not None and asend is None:
                             raise AgentError(
                                 "this agent is an async iterator without asend(); it cannot "
@@ -358,23 +358,25 @@ class _TaskRun:
                         event = await (asend(to_send) if asend is not None else anext(stream))
                         to_send = None
                         outcome = await self._handle(event)
-                except TimeoutError:
-                    if not deadline.expired():
-                        raise  # the agent's own TimeoutError: a failure like any other
-                    self.stop = _Stopped(
-                        "timeout",
-                        f"the agent exceeded its time budget of {self.runtime.time_limit:g} s "
-                        "and was stopped",
-                    )
-                    return self._stopped_response(self.stop)
-                # Only time spent working counts; waiting for the user's answer does not.
-                budget -= loop.time() - started
-                if isinstance(outcome, _Done):
-                    return outcome.response
-                if isinstance(outcome, _AwaitInput):
-                    to_send = await self._ask(outcome.request)
-                else:
-                    to_send = outcome
+                        if isinstance(outcome, _Done):
+                            return outcome.response
+                        if isinstance(outcome, _AwaitInput):
+                            when = deadline.when()
+                            left = None if when is None else when - loop.time()
+                            deadline.reschedule(None)
+                            to_send = await self._ask(outcome.request)
+                            deadline.reschedule(None if left is None else loop.time() + left)
+                        else:
+                            to_send = outcome
+            except TimeoutError:
+                if not deadline.expired():
+                    raise  # the agent's own TimeoutError: a failure like any other
+                self.stop = _Stopped(
+                    "timeout",
+                    f"the agent exceeded its time budget of {self.runtime.time_limit:g} s "
+                    "and was stopped",
+                )
+                return self._stopped_response(self.stop)
         except StopAsyncIteration:
             return {"status": "failed", "error": "the agent finished without a reply"}
         except Exception as exc:
