@@ -675,8 +675,11 @@ def _stream(
     # The task's agent is paced to what this stream takes while its client reads (FlowControl
     # says when the client holds the writes back), unless STREAM_PACING is off.
     client = getattr(call.request, "scope", {}).get(FLOW_CONTROL_KEY)
-    paces = isinstance(client, ClientWrites) and get_setting("STREAM_PACING") is not None
-    blocked = client.blocked if paces else None
+    blocked = (
+        client.blocked
+        if isinstance(client, ClientWrites) and get_setting("STREAM_PACING") is not None
+        else None
+    )
     undispatched = [dispatch] if dispatch is not None else []
     settled = False
 
