@@ -52,6 +52,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeGuard
 from channels.exceptions import ChannelFull
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 
+from a2a_toolcall.aio import Alarm, Flag
+
 if TYPE_CHECKING:
     from channels_redis.core import RedisChannelLayer
 
@@ -72,7 +74,6 @@ __all__ = [
     "TOPIC_RESPONSE",
     "TOPIC_SYNC",
     "TOPIC_TOOLFRAME",
-    "Alarm",
     "Bus",
     "BusPayloadError",
     "Envelope",
@@ -487,58 +488,6 @@ consumer to look again (:meth:`TaskStream.stalled`): a stream whose client stopp
 longer holds the agent back, and nothing else would say so."""
 
 
-class Alarm:
-    """The deadline of the current wait of a series, kept by one timer rather than a timer per
-    wait (a stream or a subscription waits thousands of times a minute, nearly always far
-    less than its timeout).
-
-    :meth:`set` arms it for a wait: ``ring`` is called once the deadline passes (unless
-    :meth:`clear` came first). The timer is moved only when it fires before the current
-    deadline, so a series of short waits with a 2 s timeout costs about one timer per 2 s.
-    """
-
-    __slots__ = ("_deadline", "_ring", "_timer")
-
-    def __init__(self) -> None:
-        self._deadline = 0.0
-        self._ring: Callable[[], None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-
-    def set(
-        self, loop: asyncio.AbstractEventLoop, deadline: float, ring: Callable[[], None]
-    ) -> None:
-        self._deadline = deadline
-        self._ring = ring
-        timer = self._timer
-        if timer is not None and timer.when() > deadline:
-            timer.cancel()
-            timer = None
-        if timer is None:
-            self._timer = loop.call_at(deadline, self._fire, loop)
-
-    def clear(self) -> None:
-        """The wait ended: nothing rings (the timer, if any, fires later and finds that)."""
-        self._ring = None
-
-    def cancel(self) -> None:
-        """No more waits: the timer goes."""
-        self._ring = None
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _fire(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._timer = None
-        ring = self._ring
-        if ring is None:
-            return
-        if loop.time() >= self._deadline:
-            self._ring = None
-            ring()
-        else:
-            self._timer = loop.call_at(self._deadline, self._fire, loop)
-
-
 class _RoomWaits:
     """The publishers of one event loop waiting for room in their window, looked at every
     :data:`PACE_CHECK` by one timer (rather than a timer per wait): a consumer is asked to
@@ -604,12 +553,14 @@ def _fitting_window(window: int | None, layer: BaseChannelLayer) -> int | None:
     return min(window, max(ACK_EVERY + 1, capacity - 8))
 
 
-def _take_run(queue: collections.deque[Envelope]) -> list[Envelope]:
+def _take_run(queue: list[Envelope]) -> list[Envelope]:
     """Take the envelopes of one topic from the front of ``queue`` (at most ``BATCH``)."""
     topic = queue[0].topic
-    run = [queue.popleft()]
-    while queue and queue[0].topic == topic and len(run) < BATCH:
-        run.append(queue.popleft())
+    end = 1
+    while end < len(queue) and end < BATCH and queue[end].topic == topic:
+        end += 1
+    run = queue[:end]
+    del queue[:end]
     return run
 
 
@@ -637,6 +588,23 @@ class TaskPublisher:
     the recorder does to :data:`PACE_WINDOW` while a stream paces the agent).
     """
 
+    __slots__ = (
+        "__weakref__",
+        "_lock",
+        "_outbox",
+        "_queue",
+        "_room",
+        "_send_nowait",
+        "_sender",
+        "_sent_seq",
+        "_seq",
+        "bus",
+        "cid",
+        "last_seq",
+        "window",
+        "window_wait",
+    )
+
     def __init__(
         self,
         bus: Bus,
@@ -653,12 +621,14 @@ class TaskPublisher:
         self._lock = asyncio.Lock()  # held while sending: batches, resends and syncs in order
         self.last_seq = first_seq - 1  # the last seq published
         self._sent_seq = first_seq - 1  # the last seq handed to the layer
-        self._outbox: collections.deque[Envelope] = collections.deque()
-        self._queue: collections.deque[Envelope] = collections.deque()
+        # Lists, not deques: an idle task holds two empty lists rather than two 64-slot blocks,
+        # and they are short (the window) and emptied from the front by slices.
+        self._outbox: list[Envelope] = []
+        self._queue: list[Envelope] = []
         self._sender: asyncio.Task[None] | None = None
         self.window = _fitting_window(window, bus.layer)
         self.window_wait = window_wait
-        self._room = asyncio.Event()
+        self._room = Flag()
         self._room.set()
         self._send_nowait = _group_send_nowait(bus.layer)
         if _is_local(bus.layer):
@@ -780,7 +750,7 @@ class TaskPublisher:
         """
         async with self._lock:
             again = [e for e in self._outbox if from_seq <= e.seq <= self._sent_seq]
-            left = collections.deque(again)
+            left = list(again)
             while left:  # batched as they were sent: runs of one topic
                 await self.bus.send_envelopes(_take_run(left))
             if not again:
@@ -803,9 +773,14 @@ class TaskPublisher:
 
     def acknowledge(self, seq: int) -> None:
         """Forget the envelopes up to ``seq``: a consumer has them."""
-        while self._outbox and self._outbox[0].seq <= seq:
-            self._outbox.popleft()
-        if self.window is None or len(self._outbox) < self.window:
+        outbox = self._outbox
+        if outbox and outbox[0].seq <= seq:
+            # Envelopes are kept in seq order: what seq covers is a prefix.
+            end = 1
+            while end < len(outbox) and outbox[end].seq <= seq:
+                end += 1
+            del outbox[:end]
+        if self.window is None or len(outbox) < self.window:
             self._room.set()
 
     @property
@@ -823,6 +798,19 @@ class Subscription:
     than cancelled: cancelling a layer ``receive()`` loses messages on the Redis layers.
     """
 
+    __slots__ = (
+        "_alarm",
+        "_batched",
+        "_closed",
+        "_joined",
+        "_pending",
+        "_woken",
+        "channel",
+        "cid",
+        "groups",
+        "layer",
+    )
+
     def __init__(self, layer: BaseChannelLayer, cid: str, topics: tuple[str, ...]) -> None:
         if not topics:
             raise ValueError("subscribe to at least one topic")
@@ -832,7 +820,7 @@ class Subscription:
         self.channel: str | None = None
         self._joined: list[str] = []
         self._pending: asyncio.Task[dict[str, Any]] | None = None
-        self._batched: collections.deque[Envelope] = collections.deque()
+        self._batched: list[Envelope] = []  # at most a batch, emptied from the front
         self._closed = False
         self._woken = False
         self._alarm = Alarm()
@@ -920,7 +908,7 @@ class Subscription:
         if self._closed or self.channel is None:
             raise RuntimeError("the subscription is not open")
         if self._batched:
-            return self._batched.popleft()
+            return self._batched.pop(0)
         nowait = getattr(self.layer, "receive_nowait", None)
         waiter_for = getattr(self.layer, "message_waiter", None)
         while True:
@@ -1037,6 +1025,30 @@ class TaskStream:
     recorder acknowledges what the task's streams have taken, which holds the agent a
     :data:`PACE_WINDOW` ahead of them.
     """
+
+    __slots__ = (
+        "__weakref__",
+        "_asked_at",
+        "_control_seq",
+        "_early",
+        "_expired",
+        "_heard_anything",
+        "_heard_at",
+        "_resend_asked_at",
+        "_subscription",
+        "ack_every",
+        "also",
+        "bus",
+        "cid",
+        "expected",
+        "first_wait",
+        "local",
+        "lost_after",
+        "on_stall",
+        "paced",
+        "probe_after",
+        "window",
+    )
 
     def __init__(
         self,

@@ -38,6 +38,7 @@ from typing import Any, Final, NamedTuple
 from pydantic_core import to_json
 
 from a2a_toolcall import memory, store
+from a2a_toolcall.aio import Alarm, Flag
 from a2a_toolcall.bus import (
     PACE_WINDOW,
     PUBLISH_WINDOW,
@@ -49,7 +50,6 @@ from a2a_toolcall.bus import (
     TOPIC_PROGRESS,
     TOPIC_RESPONSE,
     TOPIC_TOOLFRAME,
-    Alarm,
     Bus,
     Envelope,
     RuntimeLost,
@@ -226,8 +226,9 @@ class HubListener:
         self.taken = 0
         """The seq of the last event taken."""
         self._alarm: Alarm | None = None
-        self._events: collections.deque[LoggedEvent] = collections.deque()
-        self._arrived = asyncio.Event()
+        # Made when the first event comes (an idle stream holds none), let go when empty.
+        self._events: collections.deque[LoggedEvent] | None = None
+        self._arrived = Flag()
         self.queued = 0
         """Bytes of JSON waiting in this listener."""
         self.behind = False
@@ -238,11 +239,13 @@ class HubListener:
     def put(self, event: LoggedEvent) -> None:
         if self.behind:
             return
+        if self._events is None:
+            self._events = collections.deque()
         self._events.append(event)
         self.queued += len(event.json)
         if self.queued > self.limit and len(self._events) > 1:
             self.behind = True
-            self._events.clear()
+            self._events = None
             self.queued = 0
         self._arrived.set()
 
@@ -252,9 +255,12 @@ class HubListener:
 
     def take(self) -> LoggedEvent | None:
         """The oldest waiting event, or None."""
-        if not self._events:
+        events = self._events
+        if not events:
             return None
-        event = self._events.popleft()
+        event = events.popleft()
+        if not events:
+            self._events = None
         self.queued -= len(event.json)
         self.taken = event.seq
         if self.blocked is not None and self._hub is not None:
@@ -311,6 +317,17 @@ class TaskHub:
     older written events are the store's to hand out, and a task's memory here stays at what
     the journal has still to write plus that, whatever the length of its timeline.
     """
+
+    __slots__ = (
+        "_written",
+        "_written_bytes",
+        "closed",
+        "events",
+        "listeners",
+        "on_move",
+        "stored",
+        "task_id",
+    )
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
@@ -416,6 +433,53 @@ def start_in_background(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
 class Recorder:
     """Records one task from its creation to its terminal state."""
 
+    __slots__ = (
+        "_artifact_base",
+        "_artifact_numbers",
+        "_dirty",
+        "_end_fields",
+        "_end_level",
+        "_frame_prefix",
+        "_held",
+        "_lease_lost",
+        "_pacing",
+        "_resized_at",
+        "_summary_due",
+        "_summary_scheduled",
+        "_window",
+        "agent",
+        "artifacts",
+        "attempt",
+        "bus",
+        "cancel_requested",
+        "changed_calls",
+        "checkpoint",
+        "clean",
+        "context_id",
+        "created_at",
+        "failed_calls",
+        "history",
+        "hub",
+        "journal",
+        "metadata",
+        "pacing",
+        "parked",
+        "pending_request_id",
+        "ready",
+        "record_events",
+        "reply_message",
+        "runtime",
+        "runtime_seen",
+        "seq",
+        "state",
+        "status",
+        "stream",
+        "task_id",
+        "timeline",
+        "unwritten",
+        "work",
+    )
+
     def __init__(
         self,
         bus: Bus,
@@ -457,8 +521,7 @@ class Recorder:
         self._frame_prefix = frame_event_prefix(self.task_id, self.context_id)
         self.cancel_requested: str | None = None
         self.runtime_seen = False
-        self.finished = asyncio.Event()
-        self.ready = asyncio.Event()
+        self.ready = Flag()
         self.created_at = emitted_at
         self.attempt = 1
         self.work: dict[str, Any] | None = None
@@ -473,7 +536,7 @@ class Recorder:
         # Envelopes handled, not yet acknowledged: (the last event seq then, envelope seq),
         # held while a stream has not taken that event (pacing; TaskStream.acknowledge).
         # (the last event seq then, envelope seq, when the agent made it).
-        self._held: collections.deque[tuple[int, int, float]] = collections.deque()
+        self._held: list[tuple[int, int, float]] = []
         self._window = PUBLISH_WINDOW
         """The agent's window now (pacing: :meth:`_release`)."""
         self._resized_at = 0.0
@@ -808,7 +871,6 @@ class Recorder:
             self.hub.close()
             if _recorders.get(self.task_id) is self:
                 del _recorders[self.task_id]
-            self.finished.set()
             await asyncio.sleep(0)
             if self.parked:
                 # Not ended: whoever resumes it records it; streams read the database meanwhile.
@@ -878,12 +940,14 @@ class Recorder:
             return
         now = time.time()
         waited = 0.0  # the longest an event taken now waited, since the agent made it
-        last = None
-        while held and (floor is None or held[0][0] <= floor):
-            _, last, made = held.popleft()
-            waited = max(waited, now - made)
-        if last is not None:
-            self.stream.acknowledge(last)
+        taken = 0
+        while taken < len(held) and (floor is None or held[taken][0] <= floor):
+            waited = max(waited, now - held[taken][2])
+            taken += 1
+        if taken:
+            acknowledged = held[taken - 1][1]
+            del held[:taken]
+            self.stream.acknowledge(acknowledged)
         if held:
             waited = max(waited, now - held[0][2])
         target = self.pacing
@@ -892,7 +956,7 @@ class Recorder:
         if waited > target:
             self._resized_at = now
             self._set_window(self._window // 2)
-        elif last is not None and not held:
+        elif taken and not held:
             self._resized_at = now
             self._set_window(self._window + 1)
 

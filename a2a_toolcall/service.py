@@ -130,6 +130,20 @@ class EventFeed:
     from the store page by page instead of holding it.
     """
 
+    __slots__ = (
+        "_backlog",
+        "_hub",
+        "_listener",
+        "_pages",
+        "_stored_until",
+        "_subscription",
+        "blocked",
+        "bus",
+        "last",
+        "limit",
+        "task_id",
+    )
+
     def __init__(
         self,
         bus: Bus,
@@ -143,11 +157,12 @@ class EventFeed:
         self.last = after_seq
         self.limit = limit
         self.blocked = blocked
-        self._backlog: collections.deque[LoggedEvent] = collections.deque()
+        # What the hub had when the feed joined, or store rows: made when there are any.
+        self._backlog: collections.deque[LoggedEvent] | None = None
         self._listener: HubListener | None = None
         self._subscription: Subscription | None = None
         self._hub = hub_for(task_id)
-        self._pages: collections.deque[LoggedEvent] = collections.deque()
+        self._pages: list[LoggedEvent] = []  # a page of the store, emptied from the front
         self._stored_until = 0
         """With the hub: events up to this seq are read from the database, page by page,
         before the hub's own."""
@@ -167,7 +182,8 @@ class EventFeed:
                 await self._from_store()
                 return self
             self._listener = hub.listen(limit, self.blocked)
-            self._backlog.extend(backlog)
+            if backlog:
+                self._backlog = collections.deque(backlog)
             # What the hub already let go is in the database: read that first.
             self._stored_until = hub.stored
         else:
@@ -189,17 +205,19 @@ class EventFeed:
 
     def _taken(self) -> LoggedEvent | None:
         while self._pages:
-            event = self._pages.popleft()
+            event = self._pages.pop(0)
             if event.seq > self.last:
                 self.last = event.seq
                 return event
         if self.last < self._stored_until:
             return None  # the next page is to be read first
-        while self._backlog:
-            event = self._backlog.popleft()
+        backlog = self._backlog
+        while backlog:
+            event = backlog.popleft()
             if event.seq > self.last:
                 self.last = event.seq
                 return event
+        self._backlog = None
         listener = self._listener
         while listener is not None and (arrived := listener.take()) is not None:
             if arrived.seq > self.last:
@@ -252,7 +270,7 @@ class EventFeed:
                 deadline = loop.time() + timeout
             rows = await store.events_after(self.task_id, self.last, limit=STORE_PAGE)
             if rows:
-                self._backlog.extend(rows)
+                self._backlog = collections.deque(rows)
                 continue
             left = None if deadline is None else max(0.0, deadline - loop.time())
             if left is not None and left <= 0:

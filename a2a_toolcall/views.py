@@ -737,6 +737,7 @@ def _stream(
                     chunk = [_logged_frame(call, event)]
                     size = len(chunk[0])
                     behind: StreamBehind | None = None
+                    ready: LoggedEvent | None = None
                     while not event.ends_stream and size < WRITE_SIZE:
                         try:
                             ready = feed.ready()
@@ -750,12 +751,18 @@ def _stream(
                         size += len(chunk[-1])
                     if behind is not None:
                         chunk.append(_closed_behind(behind))
-                    yield chunk[0] if len(chunk) == 1 else b"".join(chunk)
+                    ends = event.ends_stream
+                    # Nothing of what was written stays referenced here while the stream
+                    # waits for the next event (an idle stream holds no event).
+                    data = chunk[0] if len(chunk) == 1 else b"".join(chunk)
+                    del chunk, event, ready
+                    yield data
+                    del data
                     if behind is not None:
                         return
                     if not settled:
                         await settle()
-                    if event.ends_stream:
+                    if ends:
                         return
         finally:
             memory.released()

@@ -333,14 +333,18 @@ async def test_a_publisher_waits_for_acknowledgements_past_its_window(
     cid = f"window-{uuid.uuid4().hex[:8]}"
     publisher = TaskPublisher(bus, cid, window=4, window_wait=30)
     async with bus.subscribe(cid, [TOPIC_PROGRESS]) as subscription:
-        for i in range(4):
+        for i in range(3):
             await publisher.publish(TOPIC_PROGRESS, {"i": i})
-        fifth = asyncio.ensure_future(publisher.publish(TOPIC_PROGRESS, {"i": 4}))
+        # The window's last envelope goes out, and publish() returns once some are
+        # acknowledged: a slow consumer holds the agent back before it makes the next one.
+        fourth = asyncio.ensure_future(publisher.publish(TOPIC_PROGRESS, {"i": 3}))
         await asyncio.sleep(0.2)
-        assert not fifth.done() and publisher.kept == 4  # a slow consumer holds the agent back
+        assert not fourth.done() and publisher.kept == 4
         publisher.acknowledge(2)
-        envelope = await asyncio.wait_for(fifth, 5)
-        assert envelope.seq == 5 and publisher.kept == 3
+        envelope = await asyncio.wait_for(fourth, 5)
+        assert envelope.seq == 4 and publisher.kept == 2
+        fifth = await asyncio.wait_for(publisher.publish(TOPIC_PROGRESS, {"i": 4}), 5)
+        assert fifth.seq == 5 and publisher.kept == 3
         got = [await subscription.get(timeout=5) for _ in range(5)]
         assert [e.payload["i"] for e in got if e is not None] == [0, 1, 2, 3, 4]
     # A consumer that never acknowledges only slows the publisher down, never stops it.

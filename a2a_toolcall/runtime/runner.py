@@ -33,6 +33,7 @@ from typing import Any, Final, Literal, Protocol
 
 from pydantic import ValidationError
 
+from a2a_toolcall.aio import Flag
 from a2a_toolcall.bus import (
     CONTROL_TOPICS,
     TOPIC_ARTIFACT,
@@ -178,6 +179,22 @@ class _Done:
 class _TaskRun:
     """One task being run: its publisher, open invocations, pending questions."""
 
+    __slots__ = (
+        "agent",
+        "asking",
+        "cid",
+        "driver",
+        "finished",
+        "open_calls",
+        "publisher",
+        "questions",
+        "resends",
+        "responded",
+        "runtime",
+        "stop",
+        "task",
+    )
+
     def __init__(self, runtime: Runtime, cid: str, agent: Agent, task: AgentInput) -> None:
         self.runtime = runtime
         self.cid = cid
@@ -191,7 +208,7 @@ class _TaskRun:
         self.stop: _Stopped | None = None
         self.driver: asyncio.Task[dict[str, Any]] | None = None
         self.responded = False
-        self.finished = asyncio.Event()  # a consumer confirmed it has every envelope
+        self.finished = Flag()  # a consumer confirmed it has every envelope
         self.resends: set[asyncio.Task[Any]] = set()
         self.asking: InputRequest | None = None
 
