@@ -788,6 +788,11 @@ class TaskPublisher:
         """How many envelopes are kept for resending."""
         return len(self._outbox)
 
+    @property
+    def sent_seq(self) -> int:
+        """The last seq handed to the layer."""
+        return self._sent_seq
+
 
 class Subscription:
     """Membership of one fresh layer channel in the groups of some topics of one task.
@@ -1140,9 +1145,19 @@ class TaskStream:
                 )
             if now - max(self._heard_at, self._asked_at) >= self.probe_after:
                 self._asked_at = now
-                # "from" as well: a runtime of an earlier release, which knows no probe,
-                # answers it with a resend.
-                await self._control({"probe": True, "from": self.expected})
+                publisher = self._local_publisher()
+                if publisher is not None:
+                    # The runtime publishes in this process: its publisher answers the probe
+                    # (no message, no round trip, nothing for an idle stream to send).
+                    self._heard_at = now
+                    self._heard_anything = True
+                    if publisher.sent_seq >= self.expected:
+                        self._resend_asked_at = now
+                        await self._control({"from": self.expected})
+                else:
+                    # "from" as well: a runtime of an earlier release, which knows no probe,
+                    # answers it with a resend.
+                    await self._control({"probe": True, "from": self.expected})
             wait = self.probe_after - (loop.time() - max(self._heard_at, self._asked_at))
             if until is not None:
                 if loop.time() >= until:
