@@ -197,6 +197,13 @@ def targets(names: list[str] | None) -> list[Target]:
             {**app, "A2A_DEMO_RECORD_EVENTS": "0"},
         ),
         Target(
+            "app-uvicorn-unpaced",
+            "a2a-toolcall, uvicorn, pacing off",
+            "app",
+            "uvicorn",
+            {**app, "A2A_DEMO_STREAM_PACING": "0"},
+        ),
+        Target(
             "app-redis-pg",
             "a2a-toolcall, daphne + 1 worker, Redis + PostgreSQL",
             "app",

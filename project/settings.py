@@ -9,7 +9,8 @@ local PostgreSQL instead of SQLite), ``A2A_DEMO_REDIS`` (a Redis URL: the channe
 instead of the in-memory one; run ``manage.py a2a_worker`` processes unless
 ``A2A_DEMO_IN_PROCESS=1``; task messages go over PubSub and work requests over the core layer,
 or everything over the core layer with ``A2A_DEMO_REDIS_BUS=core``),
-``A2A_DEMO_RECORD_EVENTS=0`` (no event log).
+``A2A_DEMO_RECORD_EVENTS=0`` (no event log), ``A2A_DEMO_STREAM_PACING=0`` (agents not paced to
+their streams).
 Behind a reverse proxy (docs/deployment.md): ``DJANGO_BEHIND_PROXY=1`` trusts the proxy's
 ``X-Forwarded-Proto`` and ``X-Forwarded-Host``; ``DJANGO_FORCE_SCRIPT_NAME`` is the path prefix
 the proxy strips (or pass the server's ``--root-path``).
@@ -173,6 +174,8 @@ DEMO_PUSH_TOKEN = os.environ.get("A2A_DEMO_PUSH_TOKEN", "")
 LOGIN_URL = "admin:login"
 if os.environ.get("A2A_DEMO_RECORD_EVENTS") == "0":
     A2A_TOOLCALL["RECORD_EVENTS"] = False
+if os.environ.get("A2A_DEMO_STREAM_PACING") == "0":
+    A2A_TOOLCALL["STREAM_PACING"] = None
 if A2A_TOOLCALL["DEFAULT_AGENT"] == "bench":
     # The benchmark streams frames only, as its peers do: no narration line per tool turn.
     A2A_TOOLCALL["HUMANIZER"] = "project.bench_agent.silent"
