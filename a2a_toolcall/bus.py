@@ -600,6 +600,7 @@ class TaskPublisher:
         "_seq",
         "bus",
         "cid",
+        "closed",
         "last_seq",
         "window",
         "window_wait",
@@ -628,6 +629,7 @@ class TaskPublisher:
         self._sender: asyncio.Task[None] | None = None
         self.window = _fitting_window(window, bus.layer)
         self.window_wait = window_wait
+        self.closed = False
         self._room = Flag()
         self._room.set()
         self._send_nowait = _group_send_nowait(bus.layer)
@@ -787,6 +789,11 @@ class TaskPublisher:
     def kept(self) -> int:
         """How many envelopes are kept for resending."""
         return len(self._outbox)
+
+    def close(self) -> None:
+        """The runtime is done with the task (it ended, or was stopped): the publisher no
+        longer answers for it (:meth:`TaskStream.get` probes by message again)."""
+        self.closed = True
 
     @property
     def sent_seq(self) -> int:
@@ -1146,7 +1153,7 @@ class TaskStream:
             if now - max(self._heard_at, self._asked_at) >= self.probe_after:
                 self._asked_at = now
                 publisher = self._local_publisher()
-                if publisher is not None:
+                if publisher is not None and not publisher.closed:
                     # The runtime publishes in this process: its publisher answers the probe
                     # (no message, no round trip, nothing for an idle stream to send).
                     self._heard_at = now

@@ -258,6 +258,7 @@ class _TaskRun:
                 await self.finished.wait()
 
     async def _release(self, control: Subscription, watcher: asyncio.Task[None] | None) -> None:
+        self.publisher.close()  # no longer speaks for a runtime at work on the task
         if watcher is not None:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
