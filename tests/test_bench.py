@@ -107,7 +107,15 @@ def test_a_smoke_run_of_every_target(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads(out.with_suffix(".json").read_text())
-    names = ["app-daphne", "app-uvicorn", "app-daphne-norec", "app-redis-pg", "sdk", "raw"]
+    names = [
+        "app-daphne",
+        "app-uvicorn",
+        "app-daphne-norec",
+        "app-uvicorn-unpaced",
+        "app-redis-pg",
+        "sdk",
+        "raw",
+    ]
     assert list(report["targets"]) == names
     for name in names:
         figures = report["targets"][name]
