@@ -441,38 +441,6 @@ def _insert_rows_sync(rows: list[Model]) -> list[BaseException | None]:
     return results
 
 
-def _run_jobs_sync(jobs: list[tuple[str, Callable[[], Any]]]) -> list[Any]:
-    """Run ``jobs`` (ORM writes on the task rows named by each job's key) in one transaction,
-    in key order; if that fails, each in its own. Each job's result, or what it raised.
-
-    Key order because each job's UPDATE locks its row until the transaction ends: jobs run in
-    the order they arrived would lock a batch's rows in any order, and a process taking the
-    same rows' locks in key order (:func:`_update_in_order`) could then hold one this batch
-    waits for while waiting for one it holds (PostgreSQL fails one of them: a deadlock).
-    """
-    using = router.db_for_write(orm.Task)
-    order = sorted(range(len(jobs)), key=lambda i: jobs[i][0])
-    try:
-        with transaction.atomic(using=using):
-            results: list[Any] = [None] * len(jobs)
-            for i in order:
-                results[i] = jobs[i][1]()
-        return results
-    except Exception as exc:
-        _close_if_broken(using)
-        if len(jobs) == 1:
-            return [exc]
-    results = []
-    for _, job in jobs:
-        try:
-            with transaction.atomic(using=using):
-                results.append(job())
-        except Exception as exc:
-            _close_if_broken(using)
-            results.append(exc)
-    return results
-
-
 def _close_if_broken(using: str) -> None:
     # A broken connection stays broken in this long-lived thread unless it is closed; the
     # next write opens a new one.
@@ -554,30 +522,103 @@ def lease_seconds() -> float:
     return float(get_setting("TASK_LEASE"))
 
 
-def _claim_sync(task_id: str, runtime_id: str, attempt: int) -> bool:
+_Claim = tuple[str, str, int]
+"""A runtime's claim of a task: (task id, runtime id, attempt)."""
+
+
+def _claim_rows_sync(claims: Sequence[_Claim], using: str) -> list[bool]:
+    """Claim rows in the open transaction: one ``SELECT ... FOR UPDATE`` of the claimable rows
+    (their locks taken in key order, as :func:`_update_in_order` takes them, so no deadlock
+    with the lease renewals or the journal), then one UPDATE per runtime (usually one).
+
+    The first claim of a row in ``claims`` wins it; the others lose, as they would to a
+    runtime that claimed before them.
+    """
+    wanted: dict[int, list[str]] = {}
+    for task_id, _, attempt in claims:
+        wanted.setdefault(attempt, []).append(task_id)
+    claimable: set[tuple[str, int]] = set()
+    tasks = orm.Task.objects.using(using)
+    for attempt, ids in wanted.items():
+        for i in range(0, len(ids), _ID_CHUNK):
+            rows = tasks.filter(
+                pk__in=ids[i : i + _ID_CHUNK],
+                attempt=attempt,
+                state__in=_UNCLAIMED_STATES,
+                runtime_id="",
+            )
+            locked = rows.select_for_update().order_by("pk").values_list("pk", flat=True)
+            claimable.update((pk, attempt) for pk in locked)
+    won = [False] * len(claims)
+    by_runtime: dict[str, list[str]] = {}
+    for i, (task_id, runtime_id, attempt) in enumerate(claims):
+        if (task_id, attempt) in claimable:
+            claimable.discard((task_id, attempt))
+            won[i] = True
+            by_runtime.setdefault(runtime_id[:128], []).append(task_id)
     now = timezone.now()
-    rows = orm.Task.objects.filter(
+    expires = now + timedelta(seconds=lease_seconds())
+    for runtime_id, ids in by_runtime.items():
+        for i in range(0, len(ids), _ID_CHUNK):
+            chunk = ids[i : i + _ID_CHUNK]
+            updated = tasks.filter(pk__in=chunk, state__in=_UNCLAIMED_STATES, runtime_id="").update(
+                runtime_id=runtime_id, claimed_at=now, lease_expires_at=expires
+            )
+            if updated != len(chunk):
+                # A row changed between the read and the write (a database without row
+                # locks, written by another process): the transaction is rolled back and
+                # the claims are made one by one.
+                raise transaction.TransactionManagementError(
+                    f"claimed {updated} of {len(chunk)} rows read as claimable"
+                )
+    return won
+
+
+def _claim_one_sync(task_id: str, runtime_id: str, attempt: int, *, using: str) -> bool:
+    """One claim in one conditional UPDATE (its own transaction)."""
+    now = timezone.now()
+    rows = orm.Task.objects.using(using).filter(
         pk=task_id, state__in=_UNCLAIMED_STATES, runtime_id="", attempt=attempt
     )
-    return (
-        rows.update(
-            runtime_id=runtime_id[:128],
-            claimed_at=now,
-            lease_expires_at=now + timedelta(seconds=lease_seconds()),
-        )
-        == 1
+    claimed = rows.update(
+        runtime_id=runtime_id[:128],
+        claimed_at=now,
+        lease_expires_at=now + timedelta(seconds=lease_seconds()),
     )
+    return claimed == 1
+
+
+def _claim_batch_sync(claims: list[_Claim]) -> list[bool | BaseException]:
+    """The claims made meanwhile, in one transaction (a burst of tasks is claimed in a couple
+    of statements, not one each); if that fails, each in a statement of its own. Whether each
+    claim won, or what it raised."""
+    using = router.db_for_write(orm.Task)
+    try:
+        with transaction.atomic(using=using):
+            return list(_claim_rows_sync(claims, using))
+    except Exception:
+        _close_if_broken(using)
+    results: list[bool | BaseException] = []
+    for claim in claims:
+        try:
+            results.append(_claim_one_sync(*claim, using=using))
+        except Exception as exc:
+            _close_if_broken(using)
+            results.append(exc)
+    return results
 
 
 async def claim_task(task_id: str, runtime_id: str, attempt: int = 1) -> bool:
     """Claim a task for a runtime: True for exactly one runtime, and for none once the task was
-    canceled (or failed) before any runtime claimed it. One atomic UPDATE, which also gives the
-    runtime its first lease (``TASK_LEASE``). ``attempt``: which run of the task (a retry or a
-    resume is a new attempt, claimed like the first)."""
-    # With the other claims made meanwhile, in one transaction (a burst of tasks is claimed in
-    # a few commits, not one each).
-    claim = functools.partial(_claim_sync, task_id, runtime_id, attempt)
-    return bool(await _group_commit("claims", _run_jobs_sync).run((task_id, claim)))
+    canceled (or failed) before any runtime claimed it. Atomic; it also gives the runtime its
+    first lease (``TASK_LEASE``). ``attempt``: which run of the task (a retry or a resume is a
+    new attempt, claimed like the first).
+
+    Claims made while one is being written go together in the next transaction
+    (:class:`GroupCommit`): a burst of tasks costs a few statements, not one each."""
+    return bool(
+        await _group_commit("claims", _claim_batch_sync).run((task_id, runtime_id, attempt))
+    )
 
 
 def _settle_sync(task_id: str, state: TaskState) -> bool:

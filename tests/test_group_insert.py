@@ -9,7 +9,9 @@ import uuid
 from typing import Any
 
 import pytest
-from django.db import IntegrityError
+from asgiref.sync import async_to_sync
+from django.db import IntegrityError, connections
+from django.test.utils import CaptureQueriesContext
 
 from a2a_toolcall import models as orm
 from a2a_toolcall import store
@@ -85,20 +87,57 @@ async def test_claims_made_at_once_each_win_once(database: str) -> None:
 
 
 @pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
-def test_a_batch_of_claims_takes_its_rows_in_key_order(database: str) -> None:
-    # Each claim's UPDATE holds its row's lock until the batch commits; in arrival order a
-    # batch could hold one row another process (locking in key order) waits for while it
-    # waits for one that process holds. The batch runs its jobs in key order instead.
-    ran: list[str] = []
-    keys = [str(uuid.uuid4()) for _ in range(20)]
+def test_a_batch_of_claims_is_two_statements_and_wins_what_one_at_a_time_would(
+    database: str,
+) -> None:
+    ids = [str(uuid.uuid4()) for _ in range(12)]
+    for task_id in ids:
+        async_to_sync(create)(task_id)
+    canceled, retried, held = ids[0], ids[1], ids[2]
+    orm.Task.objects.using(database).filter(pk=canceled).update(state=TaskState.CANCELED.value)
+    orm.Task.objects.using(database).filter(pk=retried).update(
+        state=TaskState.WORKING.value, attempt=2
+    )
+    orm.Task.objects.using(database).filter(pk=held).update(runtime_id="elsewhere")
+    claims = [
+        *((task_id, "a", 1) for task_id in ids[3:]),
+        (canceled, "a", 1),  # ended before any runtime took it
+        (retried, "a", 1),  # an older attempt than the row's
+        (retried, "b", 2),  # the row's attempt
+        (held, "a", 1),  # another runtime holds it
+        (ids[3], "b", 1),  # claimed earlier in the same batch
+        (ids[4], "a", 1),  # the same runtime twice: one claim wins
+    ]
+    with CaptureQueriesContext(connections[database]) as queries:
+        won = store._claim_batch_sync(claims)
+    assert won == [True] * 9 + [False, False, True, False, False, False]
+    statements = [
+        q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(("SELECT", "UPDATE"))
+    ]
+    # One read of the claimable rows per attempt, one write per runtime.
+    assert len(statements) == 4, statements
+    if database == "postgres":
+        assert all("FOR UPDATE" in sql for sql in statements if sql.startswith("SELECT"))
+    rows = dict(orm.Task.objects.using(database).values_list("pk", "runtime_id"))
+    assert [rows[task_id] for task_id in ids[3:]] == ["a"] * 9
+    assert (rows[canceled], rows[retried], rows[held]) == ("", "b", "elsewhere")
+    leases = orm.Task.objects.using(database).filter(pk__in=ids[3:], lease_expires_at__isnull=False)
+    assert leases.count() == 9
 
-    def job(key: str) -> Any:
-        def run() -> str:
-            ran.append(key)
-            return key.upper()
 
-        return run
+@pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
+def test_a_batch_that_cannot_be_written_together_is_claimed_one_by_one(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = [str(uuid.uuid4()) for _ in range(5)]
+    for task_id in ids:
+        async_to_sync(create)(task_id)
 
-    results = store._run_jobs_sync([(key, job(key)) for key in keys])
-    assert ran == sorted(keys)
-    assert results == [key.upper() for key in keys]  # each caller still gets its own result
+    def broken(claims: Any, using: str) -> list[bool]:
+        raise IntegrityError("the batch failed")
+
+    monkeypatch.setattr(store, "_claim_rows_sync", broken)
+    claims = [(task_id, "a", 1) for task_id in ids] + [(ids[0], "b", 1), ("no-such-task", "a", 1)]
+    assert store._claim_batch_sync(claims) == [True] * 5 + [False, False]
+    rows = dict(orm.Task.objects.using(database).filter(pk__in=ids).values_list("pk", "runtime_id"))
+    assert set(rows.values()) == {"a"}
