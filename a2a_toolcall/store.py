@@ -522,14 +522,24 @@ def lease_seconds() -> float:
     return float(get_setting("TASK_LEASE"))
 
 
+def _claimed_fields(runtime_id: str) -> dict[str, Any]:
+    """What a claim writes: the runtime, when, and its first lease (``TASK_LEASE``)."""
+    now = timezone.now()
+    return {
+        "runtime_id": runtime_id[:128],
+        "claimed_at": now,
+        "lease_expires_at": now + timedelta(seconds=lease_seconds()),
+    }
+
+
 _Claim = tuple[str, str, int]
 """A runtime's claim of a task: (task id, runtime id, attempt)."""
 
 
 def _claim_rows_sync(claims: Sequence[_Claim], using: str) -> list[bool]:
-    """Claim rows in the open transaction: one ``SELECT ... FOR UPDATE`` of the claimable rows
-    (their locks taken in key order, as :func:`_update_in_order` takes them, so no deadlock
-    with the lease renewals or the journal), then one UPDATE per runtime (usually one).
+    """Claim rows in the open transaction: one locking read of the claimable rows
+    (:func:`_lock_in_order`, as the lease renewals and the journal take theirs, so no
+    deadlock with them), then one UPDATE per runtime (usually one).
 
     The first claim of a row in ``claims`` wins it; the others lose, as they would to a
     runtime that claimed before them.
@@ -547,22 +557,19 @@ def _claim_rows_sync(claims: Sequence[_Claim], using: str) -> list[bool]:
                 state__in=_UNCLAIMED_STATES,
                 runtime_id="",
             )
-            locked = rows.select_for_update().order_by("pk").values_list("pk", flat=True)
-            claimable.update((pk, attempt) for pk in locked)
+            claimable.update((pk, attempt) for pk in _lock_in_order(rows))
     won = [False] * len(claims)
     by_runtime: dict[str, list[str]] = {}
     for i, (task_id, runtime_id, attempt) in enumerate(claims):
         if (task_id, attempt) in claimable:
             claimable.discard((task_id, attempt))
             won[i] = True
-            by_runtime.setdefault(runtime_id[:128], []).append(task_id)
-    now = timezone.now()
-    expires = now + timedelta(seconds=lease_seconds())
+            by_runtime.setdefault(runtime_id, []).append(task_id)
     for runtime_id, ids in by_runtime.items():
         for i in range(0, len(ids), _ID_CHUNK):
             chunk = ids[i : i + _ID_CHUNK]
             updated = tasks.filter(pk__in=chunk, state__in=_UNCLAIMED_STATES, runtime_id="").update(
-                runtime_id=runtime_id, claimed_at=now, lease_expires_at=expires
+                **_claimed_fields(runtime_id)
             )
             if updated != len(chunk):
                 # A row changed between the read and the write (a database without row
@@ -576,16 +583,10 @@ def _claim_rows_sync(claims: Sequence[_Claim], using: str) -> list[bool]:
 
 def _claim_one_sync(task_id: str, runtime_id: str, attempt: int, *, using: str) -> bool:
     """One claim in one conditional UPDATE (its own transaction)."""
-    now = timezone.now()
     rows = orm.Task.objects.using(using).filter(
         pk=task_id, state__in=_UNCLAIMED_STATES, runtime_id="", attempt=attempt
     )
-    claimed = rows.update(
-        runtime_id=runtime_id[:128],
-        claimed_at=now,
-        lease_expires_at=now + timedelta(seconds=lease_seconds()),
-    )
-    return claimed == 1
+    return rows.update(**_claimed_fields(runtime_id)) == 1
 
 
 def _claim_batch_sync(claims: list[_Claim]) -> list[bool | BaseException]:
@@ -632,6 +633,18 @@ async def settle_unclaimed(task_id: str, state: TaskState) -> bool:
     return await in_shared_thread(functools.partial(_settle_sync, task_id, state))
 
 
+def _lock_in_order(rows: Any) -> list[Any]:
+    """Lock ``rows`` in primary-key order, in the open transaction; their keys.
+
+    FOR NO KEY UPDATE where there is one: the lock an UPDATE itself takes, which does not
+    block the foreign-key checks of events being inserted for the same tasks. Backends
+    without row locks (SQLite locks the database) only read the keys.
+    """
+    no_key = bool(connections[rows.db].features.has_select_for_no_key_update)
+    locking = rows.select_for_update(no_key=no_key).order_by("pk")
+    return list(locking.values_list("pk", flat=True))
+
+
 def _update_in_order(rows: Any, **values: Any) -> int:
     """``rows.update(**values)``, taking the rows' locks in primary-key order.
 
@@ -645,11 +658,7 @@ def _update_in_order(rows: Any, **values: Any) -> int:
     if not connection.features.has_select_for_update:
         return int(rows.update(**values))
     with transaction.atomic(using=rows.db):
-        # FOR NO KEY UPDATE where there is one: the lock the UPDATE itself takes, which does
-        # not block the foreign-key checks of events being inserted for the same tasks.
-        no_key = bool(connection.features.has_select_for_no_key_update)
-        locking = rows.select_for_update(no_key=no_key).order_by("pk")
-        locked = list(locking.values_list("pk", flat=True))
+        locked = _lock_in_order(rows)
         if not locked:
             return 0
         return int(
