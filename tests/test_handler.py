@@ -157,7 +157,10 @@ async def stored_sessions() -> list[dict[str, Any]]:
 
 async def transcript(app: App, steps: list[Step]) -> tuple[list[Any], list[dict[str, Any]]]:
     await sync_to_async(Session.objects.all().delete)()
-    browser = Browser(app)
+    # Both handlers in the pool of threads get_asgi_application() serves them from: a thread
+    # per request would leave its connection to the in-memory test database (which Django
+    # never closes) to the garbage collector.
+    browser = Browser(asgi.SharedThreads(app))
     answers = [normalised(await browser.send(step)) for step in steps]
     return answers, await stored_sessions()
 
