@@ -112,6 +112,7 @@ def test_a_smoke_run_of_every_target(tmp_path: Path) -> None:
         "app-uvicorn",
         "app-daphne-norec",
         "app-uvicorn-unpaced",
+        "app-uvicorn-pg",
         "app-redis-pg",
         "sdk",
         "raw",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,7 +16,11 @@ from django.test.utils import CaptureQueriesContext
 
 from a2a_toolcall import models as orm
 from a2a_toolcall import store
+from a2a_toolcall.bus import Bus
+from a2a_toolcall.layers import InMemoryChannelLayer
 from a2a_toolcall.protocol.models import Message, Part, Role, TaskState, TaskStatus
+from a2a_toolcall.runtime import AgentInput, Event, Reply
+from a2a_toolcall.runtime.runner import Runtime
 from tests.conftest import BOTH_DATABASES
 
 
@@ -144,3 +149,68 @@ def test_a_batch_that_cannot_be_written_together_is_claimed_one_by_one(
     assert store._claim_batch_sync(claims) == [True] * 5 + [False, False]
     rows = dict(orm.Task.objects.using(database).filter(pk__in=ids).values_list("pk", "runtime_id"))
     assert set(rows.values()) == {"a"}
+
+
+@pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
+async def test_a_runtime_starting_with_tasks_waiting_claims_them_together(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A burst of tasks created before the runtime serves (the first requests of a fresh
+    # process start it): the runtime picks them all up from the store, in one claim
+    # transaction rather than a commit each.
+    message = Message(message_id=uuid.uuid4().hex, role=Role.USER, parts=[Part(text="hi")])
+    ids = [str(uuid.uuid4()) for _ in range(25)]
+    await asyncio.gather(
+        *(
+            store.create_task(
+                task_id=task_id,
+                context_id="ctx",
+                agent="hold",
+                message=message,
+                metadata={},
+                status=TaskStatus(state=TaskState.SUBMITTED),
+                recorder_id="this-process",
+            )
+            for task_id in ids
+        )
+    )
+    batches: list[int] = []
+    claim_batch = store._claim_batch_sync
+
+    def counted(claims: list[Any]) -> list[Any]:
+        batches.append(len(claims))
+        return claim_batch(claims)
+
+    monkeypatch.setattr(store, "_claim_batch_sync", counted)
+    release, all_started = asyncio.Event(), asyncio.Event()
+    started: list[str] = []
+
+    async def hold(task: AgentInput) -> AsyncIterator[Event]:
+        started.append(task.task_id)
+        if len(started) == len(ids):
+            all_started.set()
+        await release.wait()
+        yield Reply(text="done")
+
+    runtime = Runtime(
+        bus=Bus(InMemoryChannelLayer()),
+        agents={"hold": hold},
+        default_agent="hold",
+        concurrency=50,
+        retain=0,
+        claims=store.StoreClaims(),
+    )
+    runtime.start()
+    try:
+        async with asyncio.timeout(20):
+            await all_started.wait()
+        assert sorted(started) == sorted(ids)
+        assert batches == [len(ids)]
+        rows = {
+            pk: holder
+            async for pk, holder in orm.Task.objects.using(database).values_list("pk", "runtime_id")
+        }
+        assert {rows[task_id] for task_id in ids} == {runtime.runtime_id}
+    finally:
+        release.set()
+        await runtime.shutdown()

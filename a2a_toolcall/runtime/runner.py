@@ -715,12 +715,33 @@ class Runtime:
         free = self.concurrency - len(self._tasks)
         if free <= 0:
             return 0
+        requests = await self._claims.waiting(free)
+        # Claimed all at once, so that they go to the task store together (one transaction for
+        # the lot): one after another, a runtime that starts with a burst of tasks waiting
+        # took a commit per task before their agents ran.
+        won = await asyncio.gather(
+            *(self.claim(request["cid"], _attempt(request)) for request in requests),
+            return_exceptions=True,
+        )
         started = 0
-        for request in await self._claims.waiting(free):
-            if not await self.claim(request["cid"], _attempt(request)):
+        interrupted: BaseException | None = None
+        for request, claimed in zip(requests, won, strict=True):
+            if isinstance(claimed, BaseException):
+                if not isinstance(claimed, Exception):
+                    interrupted = claimed  # after the tasks won are started: they are held
+                    continue
+                logger.error(
+                    "the agent runtime could not claim waiting task %s",
+                    request["cid"],
+                    exc_info=claimed,
+                    extra={"task_id": request["cid"]},
+                )
                 continue
-            self._spawn(request, slots=self._slots, acquired=False)
-            started += 1
+            if claimed:
+                self._spawn(request, slots=self._slots, acquired=False)
+                started += 1
+        if interrupted is not None:
+            raise interrupted
         return started
 
     # --- one task ---------------------------------------------------------------------------
