@@ -348,17 +348,22 @@ def _start_background_work() -> None:
 def wrap(application: ASGIApp) -> ASGIApp:
     """``application`` with :class:`FlowControl` and :class:`SharedThreads` around it.
 
-    Also raises the garbage collector's first threshold to ``GC_GEN0_THRESHOLD``
-    (:func:`a2a_toolcall.memory.tune_gc`; docs/deployment.md, "Bursts") once settings are
-    configured, as they are where an ASGI module calls this.
+    Also, once settings are configured (as they are where an ASGI module calls this), raises
+    the garbage collector's first threshold to ``GC_GEN0_THRESHOLD``
+    (:func:`a2a_toolcall.memory.tune_gc`) and, with ``RAISE_OPEN_FILES_LIMIT``, the process's
+    soft limit of open files to its hard limit
+    (:func:`a2a_toolcall.limits.raise_open_files_limit`): docs/deployment.md, "Bursts".
     """
     from django.conf import settings
 
     if settings.configured:
-        from .conf import gc_threshold
+        from .conf import gc_threshold, get_setting
+        from .limits import raise_open_files_limit
         from .memory import tune_gc
 
         tune_gc(gc_threshold())
+        if get_setting("RAISE_OPEN_FILES_LIMIT") is True:
+            raise_open_files_limit()
     return FlowControl(SharedThreads(application))
 
 

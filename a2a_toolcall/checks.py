@@ -329,7 +329,13 @@ def _check_hygiene(config: dict[str, Any]) -> list[CheckMessage]:
                     id="a2a_toolcall.E009",
                 )
             )
-    for switch in ("RECORD_EVENTS", "PUSH_NOTIFICATIONS", "PUSH_SENDER", "INLINE_MIDDLEWARE"):
+    for switch in (
+        "RECORD_EVENTS",
+        "PUSH_NOTIFICATIONS",
+        "PUSH_SENDER",
+        "INLINE_MIDDLEWARE",
+        "RAISE_OPEN_FILES_LIMIT",
+    ):
         if isinstance(config[switch], bool):
             continue
         errors.append(

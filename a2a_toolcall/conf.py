@@ -83,6 +83,10 @@ DEFAULTS: Final[dict[str, Any]] = {
     # lower (CPython's is 700); None leaves the collector as it is (docs/deployment.md,
     # "Bursts").
     "GC_GEN0_THRESHOLD": 10_000,
+    # Raise the process's soft limit of open files (one per stream) to its hard limit when
+    # a2a_toolcall.asgi.wrap() (get_asgi_application()) makes the ASGI application: 1,024, a
+    # common soft limit, refuses a burst of more streams (a2a_toolcall.limits).
+    "RAISE_OPEN_FILES_LIMIT": True,
     # Largest JSON-RPC request body accepted, in bytes (checked before parsing).
     "MAX_REQUEST_BYTES": 1024 * 1024,
     # Seconds CancelTask waits for the runtime to confirm before returning the task as it is.

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,14 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> Non
     raise RuntimeError(f"the server did not come up:\n{log.read_text()}")
 
 
+def _open_files_limit(soft: int) -> Callable[[], None]:
+    def limit() -> None:
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    return limit
+
+
 @contextlib.contextmanager
 def live_server(
     config: str,
@@ -150,11 +159,13 @@ def live_server(
     workers: int = 2,
     http: str = "daphne",
     app: str = "project.asgi:application",
+    open_files: int | None = None,
     **extra_env: str,
 ) -> Iterator[LiveServer]:
     """Migrate a fresh database and serve the project with daphne, or uvicorn with
     ``http="uvicorn"`` (plus ``workers`` worker processes for Redis;
-    :meth:`LiveServer.start_worker` starts more)."""
+    :meth:`LiveServer.start_worker` starts more). ``open_files``: the web process starts
+    with that soft limit of open files (as under systemd's default of 1,024)."""
     port = free_port()
     env = {
         **os.environ,
@@ -190,9 +201,12 @@ def live_server(
         for i, command in enumerate(commands):
             log = tmp / f"{database}-{i}.log"
             logs.append(log)
+            limit = _open_files_limit(open_files) if i == 0 and open_files else None
             with log.open("wb") as out:
                 server.processes.append(
-                    subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
+                    subprocess.Popen(
+                        command, cwd=ROOT, env=env, stdout=out, stderr=out, preexec_fn=limit
+                    )
                 )
         _wait_until_up(server.url, server.processes[0], logs[0])
         server.web_command = commands[0]

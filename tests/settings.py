@@ -164,6 +164,7 @@ A2A_TOOLCALL = {
     "PUSH_RETRY_DELAY": float(os.environ.get("A2A_TEST_PUSH_RETRY_DELAY", "0.1")),
     "PUSH_POLL_INTERVAL": float(os.environ.get("A2A_TEST_PUSH_POLL", "0.2")),
     "PUSH_SENDER": os.environ.get("A2A_TEST_PUSH_SENDER", "1") == "1",
+    "RAISE_OPEN_FILES_LIMIT": os.environ.get("A2A_TEST_RAISE_OPEN_FILES", "1") == "1",
 }
 
 # The demo's push receiver (project/push_receiver.py) takes this token.

@@ -6,7 +6,9 @@ the in-memory layer and on PostgreSQL with Redis and worker processes. A few hun
 ``bench hold`` streams are sent together; each must carry its task, its tool call started and
 completed, and COMPLETED. While they open, the web process's OS threads are sampled: a thread
 per request (Django's own way under ASGI) would add hundreds; the pool adds at most
-``SYNC_THREADS`` plus the event loop's default executor. No timing is asserted.
+``SYNC_THREADS`` plus the event loop's default executor. The web process starts with a soft
+limit of open files below the burst's streams (as 1,024 is to a burst of more), which the app
+raises to the hard limit. No timing is asserted.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from a2a_toolcall.protocol.sse import SSEDecoder
 from tests.live import LiveServer, live_server
 
 STREAMS = 300
+OPEN_FILES = 256
 SYNC_THREADS = 4
 DEFAULT_EXECUTOR = min(32, (os.cpu_count() or 1) + 4)
 """asyncio's default executor (``thread_sensitive=False`` calls), a fixed pool too."""
@@ -136,6 +139,9 @@ def test_a_burst_of_streams_all_open_on_a_fixed_pool_of_threads(
         A2A_TEST_AGENT="bench",
         A2A_TEST_SYNC_THREADS=str(SYNC_THREADS),
         A2A_TEST_WORKER_CONCURRENCY=str(STREAMS * 2),
+        # Fewer open files than the burst has streams, as a soft limit of 1,024 is to a burst
+        # of more than a thousand: the app raises it to the hard limit (a2a_toolcall.limits).
+        open_files=OPEN_FILES,
     ) as server:
         pid = server.processes[0].pid
         # One stream first, so the process has made what it makes once.
