@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -49,6 +50,7 @@ from a2a_toolcall.recorder import (
     ends_stream,
     fail_orphaned_tasks,
     hub_for,
+    start_in_background,
 )
 from a2a_toolcall.runtime import build_request, ensure_in_process_runtime
 from a2a_toolcall.store import LoggedEvent
@@ -62,15 +64,14 @@ __all__ = [
     "sweep_orphans_once",
 ]
 
+logger = logging.getLogger(__name__)
+
 INLINE_PUSH_FIELD: Final = "params.configuration.taskPushNotificationConfig"
 """Where a message's own webhook is, for errors about it."""
 POLL_INTERVAL: Final = 2.0
 """Seconds a remote feed waits for a notification before reading the database anyway."""
 STORE_PAGE: Final = 50
 """Events a feed reads from the database at a time (what one reader holds at most)."""
-
-
-_swept = False
 
 
 def start_in_process_runtime() -> None:
@@ -81,20 +82,55 @@ def start_in_process_runtime() -> None:
         ensure_keeper().add_runtime(runtime)
 
 
-async def sweep_orphans_once() -> None:
+_sweep: asyncio.Task[None] | None = None
+"""The sweep of an earlier run's orphans (started by this process's first request)."""
+_swept = False
+
+
+async def sweep_orphans_once(*, wait: bool = True) -> None:
     """On this process's first request: when it is the site's only process (agents in the web
     process on an in-memory layer), fail the tasks an earlier run of it left running, which no
-    one would ever end (docs/deployment.md)."""
-    global _swept
+    one would ever end (docs/deployment.md).
+
+    The sweep runs in the background, one task after another. ``wait``: until it is done (a
+    request about tasks that may be among them: reading, following, cancelling or answering
+    one); a message that starts a new task does not wait, so a restart that left many tasks
+    behind does not hold up the first burst of new work. A sweep that fails is logged and
+    tried again on a later request (meanwhile the keeper fails those tasks once their
+    recorder leases expire).
+    """
+    global _sweep, _swept
     if _swept:
         return
-    _swept = True
-    from channels.layers import InMemoryChannelLayer
+    loop = asyncio.get_running_loop()
+    if _sweep is None or _sweep.done() or _sweep.get_loop() is not loop:
+        # (Done without success: it was cancelled. On another loop: that loop may be gone.
+        # Either way this loop sweeps again; failing a task is checked and done in one
+        # transaction, so no task is failed twice.)
+        from channels.layers import InMemoryChannelLayer
 
-    from a2a_toolcall.runtime import runs_in_process
+        from a2a_toolcall.runtime import runs_in_process
 
-    if runs_in_process() and isinstance(Bus().layer, InMemoryChannelLayer):
+        if not (runs_in_process() and isinstance(Bus().layer, InMemoryChannelLayer)):
+            _swept = True
+            return
+        _sweep = start_in_background(_sweep_orphans())
+    if wait and not _swept:
+        await asyncio.shield(_sweep)
+
+
+async def _sweep_orphans() -> None:
+    global _sweep, _swept
+    try:
         await fail_orphaned_tasks()
+    except Exception:
+        logger.exception(
+            "could not fail the tasks an earlier run of this process left running; trying "
+            "again on the next request"
+        )
+        _sweep = None
+    else:
+        _swept = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -332,7 +332,9 @@ async def jsonrpc_endpoint(request: HttpRequest) -> HttpResponseBase:
                     metadata={"method": method},
                 )
             mapped = method
-        await sweep_orphans_once()
+        # Only a message that starts a new task goes on before an earlier run's orphans are
+        # failed: it cannot be about one of them.
+        await sweep_orphans_once(wait=not _starts_new_task(mapped, rpc.params))
         ensure_keeper()  # this process takes part in renewing and reaping task leases
         push.ensure_sender()  # and in sending the push outbox (PUSH_SENDER)
         # Who is calling, before anything is read or stored on its behalf.
@@ -351,6 +353,14 @@ async def jsonrpc_endpoint(request: HttpRequest) -> HttpResponseBase:
 
 
 # --- methods ----------------------------------------------------------------------------------
+
+
+def _starts_new_task(method: str, params: Any) -> bool:
+    """Whether a call sends a message that starts a new task (it names no task)."""
+    if method not in ("SendMessage", "SendStreamingMessage") or not isinstance(params, dict):
+        return False
+    message = params.get("message")
+    return isinstance(message, dict) and message.get("taskId") is None
 
 
 def _service() -> TaskService:

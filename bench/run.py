@@ -256,7 +256,9 @@ def start(target: Target, workdir: Path, core: int | None) -> None:
             env["A2A_DEMO_POSTGRES"] = target.database
             env["A2A_DEMO_REDIS_PREFIX"] = f"a2a-bench-{uuid.uuid4().hex[:8]}"
         else:
-            env["DATABASE_PATH"] = str(workdir / f"{target.name}.sqlite3")
+            # A database of its own per start, as on PostgreSQL: a burst's server meets no
+            # tasks an earlier server left behind.
+            env["DATABASE_PATH"] = str(workdir / f"{target.name}-{uuid.uuid4().hex[:8]}.sqlite3")
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "-v0", "--skip-checks"],
             cwd=ROOT,
