@@ -326,6 +326,9 @@ def start(target: Target, workdir: Path, core: int | None) -> None:
             if (
                 httpx.get(target.base + "/.well-known/agent-card.json", timeout=2).status_code
                 == 200
+                # and every worker has started its runtime (a burst meets processes that are
+                # up, not ones still importing and running their checks)
+                and all(b"a2a_worker ready" in log.read_bytes() for log in target.logs[1:])
             ):
                 return
         time.sleep(0.2)
