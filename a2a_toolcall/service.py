@@ -104,9 +104,9 @@ async def sweep_orphans_once(*, wait: bool = True) -> None:
         return
     loop = asyncio.get_running_loop()
     if _sweep is None or _sweep.done() or _sweep.get_loop() is not loop:
-        # (Done without success: it was cancelled. On another loop: that loop may be gone.
-        # Either way this loop sweeps again; failing a task is checked and done in one
-        # transaction, so no task is failed twice.)
+        # (Done without success: it failed or was cancelled. On another loop: that loop may
+        # be gone. Either way this loop sweeps again; failing a task is checked and done in
+        # one transaction, so no task is failed twice.)
         from channels.layers import InMemoryChannelLayer
 
         from a2a_toolcall.runtime import runs_in_process
@@ -120,15 +120,15 @@ async def sweep_orphans_once(*, wait: bool = True) -> None:
 
 
 async def _sweep_orphans() -> None:
-    global _sweep, _swept
+    global _swept
     try:
         await fail_orphaned_tasks()
     except Exception:
+        # Done without _swept: the next request starts another.
         logger.exception(
             "could not fail the tasks an earlier run of this process left running; trying "
             "again on the next request"
         )
-        _sweep = None
     else:
         _swept = True
 

@@ -356,11 +356,12 @@ async def jsonrpc_endpoint(request: HttpRequest) -> HttpResponseBase:
 
 
 def _starts_new_task(method: str, params: Any) -> bool:
-    """Whether a call sends a message that starts a new task (it names no task)."""
+    """Whether a call sends a message that starts a new task: it names no task (the rule of
+    ``TaskService.send``, on the params before they are validated)."""
     if method not in ("SendMessage", "SendStreamingMessage") or not isinstance(params, dict):
         return False
     message = params.get("message")
-    return isinstance(message, dict) and message.get("taskId") is None
+    return isinstance(message, dict) and not message.get("taskId")
 
 
 def _service() -> TaskService:

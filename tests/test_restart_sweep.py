@@ -137,6 +137,7 @@ def test_which_calls_start_a_new_task() -> None:
     message = text("hi")
     assert _starts_new_task("SendMessage", {"message": message})
     assert _starts_new_task("SendStreamingMessage", {"message": message})
+    assert _starts_new_task("SendMessage", {"message": message | {"taskId": ""}})  # as send()
     # A message to an existing task, any other method, or params the call will refuse anyway.
     assert not _starts_new_task("SendMessage", {"message": message | {"taskId": "t"}})
     assert not _starts_new_task("GetTask", {"id": "t"})
