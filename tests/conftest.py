@@ -1,6 +1,7 @@
 """Shared test configuration and fixtures."""
 
 import asyncio
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -39,6 +40,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "browser: drives a real Chromium (found or installed by tests/browser.py)"
     )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the test run's SQLite database with its WAL files, which Django leaves (the
+    pool's threads still hold connections to it when Django deletes the database file)."""
+    name = django_settings.DATABASES["default"].get("TEST", {}).get("NAME")
+    if name and django_settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        for path in (name, f"{name}-wal", f"{name}-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

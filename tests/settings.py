@@ -1,6 +1,7 @@
 """Settings for the test suite."""
 
 import os
+import tempfile
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -66,7 +67,23 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.environ.get("A2A_TEST_SQLITE", str(BASE_DIR / "test-db.sqlite3")),
-            "OPTIONS": {"timeout": 20},
+            # As a deployed site runs SQLite (project/settings.py): a writer waits for another
+            # (up to the timeout) instead of failing.
+            "OPTIONS": {
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;",
+                "transaction_mode": "IMMEDIATE",
+            },
+            # The test run's database in a file, not Django's shared-cache in-memory one: there
+            # a write made while another thread's connection is writing fails at once
+            # ("database table is locked": shared-cache locks ignore the timeout), so any sync
+            # work still running in the background failed whichever test wrote next. One file
+            # per test run (two runs on one machine never share one).
+            "TEST": {
+                "NAME": os.path.join(
+                    tempfile.gettempdir(), f"a2a-toolcall-test-{os.getpid()}.sqlite3"
+                )
+            },
         }
     }
 
