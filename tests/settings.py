@@ -67,8 +67,9 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.environ.get("A2A_TEST_SQLITE", str(BASE_DIR / "test-db.sqlite3")),
-            # As a deployed site runs SQLite (project/settings.py): a writer waits for another
-            # (up to the timeout) instead of failing.
+            # WAL and IMMEDIATE transactions as a deployed site runs SQLite (project/settings.py):
+            # a writer waits for another (up to the timeout) instead of failing. synchronous=OFF
+            # (the demo's is NORMAL): a test database need not survive a power cut.
             "OPTIONS": {
                 "timeout": 20,
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;",
