@@ -45,6 +45,7 @@ import atexit
 import contextlib
 import functools
 import itertools
+import logging
 import queue
 import sys
 import threading
@@ -68,6 +69,8 @@ __all__ = [
     "uses_shared_threads",
     "wrap",
 ]
+
+logger = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -397,6 +400,44 @@ def _twisted_request(send: Send) -> Any | None:
     return request if isinstance(request, http.Request) else None
 
 
+def _flush(transport: Any) -> None:
+    """Write what daphne just gave Twisted now, rather than on the reactor's next turn.
+
+    Twisted's TCP transport only buffers a write and asks the reactor to say when the
+    socket is writable: the bytes leave on a later turn of the event loop, behind every
+    callback already queued there (under load, a whole turn of other streams' work per
+    event: daphne's emit->receive p99 was twice uvicorn's, whose transport sends at once;
+    docs/benchmarks.md). Here the transport writes what it can at once, as its reactor
+    would on that turn (``doWrite``: it stops watching the socket once its buffer is
+    empty, resumes a paused producer, and leaves the rest of a partial write, or an error,
+    to the reactor, which still watches the socket). Only a plain TCP connection that is
+    not closing; TLS and other transports keep Twisted's own schedule.
+    """
+    if (
+        transport is None
+        or not _plain_tcp(transport)
+        or not transport.connected
+        or transport.disconnecting
+        or not (transport._tempDataLen or len(transport.dataBuffer) > transport.offset)
+    ):
+        return
+    try:
+        transport.doWrite()
+    except Exception:  # never the stream's failure: the reactor's own write reports it
+        logger.debug("writing a daphne response at once failed", exc_info=True)
+
+
+def _plain_tcp(transport: Any) -> bool:
+    """True for Twisted's own TCP connection without TLS (its buffer is what ``doWrite``
+    sends)."""
+    tcp = sys.modules.get("twisted.internet.tcp")
+    return (
+        tcp is not None
+        and isinstance(transport, tcp.Connection)
+        and not getattr(transport, "TLS", False)
+    )
+
+
 class _TwistedFlow:
     """A push producer on one Twisted request: paused while its connection cannot write.
 
@@ -436,6 +477,11 @@ class _TwistedFlow:
                 await self._writable.wait()
             if not more:
                 self._unregister()
+            # Taken first: a request that finishes lets go of its channel.
+            transport = getattr(getattr(self._request, "channel", None), "transport", None)
+            await self._send(message)
+            _flush(transport)
+            return
         await self._send(message)
 
     def _register(self) -> None:
