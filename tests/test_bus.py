@@ -378,3 +378,184 @@ async def test_a_full_window_fits_an_in_memory_consumer_s_channel(make: Any) -> 
         await publisher.flush()
         got = [await subscription.get(timeout=5) for _ in range(publisher.window)]
     assert [e.payload["i"] for e in got if e is not None] == list(range(publisher.window))
+
+
+# --- PubSub: a subscription's groups joined and left in one command -------------------------
+
+
+async def redis_pubsub_channels(prefix: str) -> set[str]:
+    """The channels Redis itself has subscribers for, under ``prefix``."""
+    client = aioredis.from_url(settings.REDIS_URL)
+    try:
+        names = await client.pubsub_channels(f"{prefix}*")
+    finally:
+        await client.aclose()
+    return {n.decode() if isinstance(n, bytes) else n for n in names}
+
+
+def pubsub_layer() -> tuple[RedisPubSubChannelLayer, str]:
+    prefix = f"a2a-test-{uuid.uuid4().hex[:8]}"
+    return RedisPubSubChannelLayer(hosts=[settings.REDIS_HOST], prefix=prefix), prefix
+
+
+def count_commands(layer: RedisPubSubChannelLayer) -> list[tuple[Any, ...]]:
+    """Record the commands the layer's PubSub connections send (and still send them)."""
+    seen: list[tuple[Any, ...]] = []
+    for shard in layer._get_layer()._shards:
+        shard._ensure_redis()
+        send = shard._pubsub.execute_command
+
+        async def recording(*args: Any, _send: Any = send) -> Any:
+            seen.append(args)
+            return await _send(*args)
+
+        shard._pubsub.execute_command = recording
+    return seen
+
+
+async def test_pubsub_subscription_joins_its_groups_in_one_subscribe() -> None:
+    layer, prefix = pubsub_layer()
+    try:
+        bus = Bus(layer)
+        cid = uuid.uuid4().hex
+        commands = count_commands(layer)
+        async with bus.subscribe(cid, b.STREAM_TOPICS) as sub:
+            subscribes = [c for c in commands if c[0] == "SUBSCRIBE"]
+            # the subscription's own channel, then its six groups at once
+            assert [len(c) - 1 for c in subscribes] == [1, len(b.STREAM_TOPICS)]
+            wanted = {f"{prefix}__group__{group_name(t, cid)}" for t in b.STREAM_TOPICS}
+            for _ in range(50):  # Redis confirms subscriptions on the connection's own time
+                if wanted <= await redis_pubsub_channels(prefix):
+                    break
+                await asyncio.sleep(0.02)
+            assert wanted <= await redis_pubsub_channels(prefix)
+            await bus.publish(TOPIC_TOOLFRAME, cid, {"n": 1}, seq=1)
+            envelope = await sub.get(timeout=5)
+            assert envelope is not None and envelope.payload == {"n": 1}
+        unsubscribes = [c for c in commands if c[0] == "UNSUBSCRIBE"]
+        assert sorted(len(c) - 1 for c in unsubscribes) == [1, len(b.STREAM_TOPICS)]
+        for _ in range(50):
+            if not any(cid in name for name in await redis_pubsub_channels(prefix)):
+                break
+            await asyncio.sleep(0.02)
+        assert not any(cid in name for name in await redis_pubsub_channels(prefix))
+        assert not any(cid in name for name in await pubsub_subscriptions(layer))
+    finally:
+        await layer.flush()
+
+
+async def test_pubsub_subscription_releases_its_own_channel() -> None:
+    # channels_redis forgets a channel only when a receive on it is cancelled; a subscription
+    # ends its receive with a wake-up message, and must still leave nothing per stream behind.
+    layer, prefix = pubsub_layer()
+    try:
+        bus = Bus(layer)
+        names = []
+        for i in range(20):
+            cid = uuid.uuid4().hex
+            async with bus.subscribe(cid, b.STREAM_TOPICS) as sub:
+                names.append(sub.channel)
+                if i % 2:
+                    await bus.publish(TOPIC_TOOLFRAME, cid, {"n": i}, seq=1)
+                    assert await sub.get(timeout=5) is not None
+                else:
+                    assert await sub.get(timeout=0.01) is None  # a receive left pending
+        loop_layer = layer._get_layer()
+        assert not set(names) & set(loop_layer.channels)
+        assert not set(names) & await pubsub_subscriptions(layer)
+        for _ in range(50):
+            if not set(names) & await redis_pubsub_channels(prefix):
+                break
+            await asyncio.sleep(0.02)
+        assert not set(names) & await redis_pubsub_channels(prefix)
+    finally:
+        await layer.flush()
+
+
+async def test_pubsub_group_shared_by_two_subscriptions_stays_while_one_is_left() -> None:
+    layer, _ = pubsub_layer()
+    try:
+        bus = Bus(layer)
+        cid = uuid.uuid4().hex
+        async with bus.subscribe(cid, TASK_TOPICS) as staying:
+            async with bus.subscribe(cid, (TOPIC_TOOLFRAME, TOPIC_PROGRESS)) as leaving:
+                assert leaving.channel != staying.channel
+            assert await memberships(layer, group_name(TOPIC_TOOLFRAME, cid)) == {staying.channel}
+            await bus.publish(TOPIC_TOOLFRAME, cid, {"n": 2}, seq=1)
+            envelope = await staying.get(timeout=5)
+            assert envelope is not None and envelope.payload == {"n": 2}
+    finally:
+        await layer.flush()
+
+
+async def test_pubsub_join_racing_a_leave_of_the_same_groups_stays_subscribed() -> None:
+    layer, _ = pubsub_layer()
+    try:
+        bus = Bus(layer)
+        cid = uuid.uuid4().hex
+        for round_ in range(20):
+            first = await bus.subscribe(cid, TASK_TOPICS).__aenter__()
+            second = bus.subscribe(cid, TASK_TOPICS)
+            # the last member leaves (its UNSUBSCRIBE queued) while another joins
+            _, joined = await asyncio.gather(first.aclose(), second.__aenter__())
+            try:
+                await bus.publish(TOPIC_TOOLFRAME, cid, {"round": round_}, seq=round_ + 1)
+                envelope = await joined.get(timeout=5)
+                assert envelope is not None and envelope.payload == {"round": round_}
+            finally:
+                await joined.aclose()
+    finally:
+        await layer.flush()
+
+
+async def test_a_pubsub_layer_subclass_joins_group_by_group() -> None:
+    class Counted(RedisPubSubChannelLayer):
+        added: list[str] = []  # noqa: RUF012 - one test's record
+
+        async def group_add(self, group: str, channel: str) -> None:
+            self.added.append(group)
+            await self._get_layer().group_add(group, channel)  # the proxy has no own method
+
+    layer = Counted(hosts=[settings.REDIS_HOST], prefix=f"a2a-test-{uuid.uuid4().hex[:8]}")
+    try:
+        bus = Bus(layer)
+        cid = uuid.uuid4().hex
+        async with bus.subscribe(cid, TASK_TOPICS) as sub:
+            assert layer.added == [group_name(t, cid) for t in TASK_TOPICS]
+            await bus.publish(TOPIC_PROGRESS, cid, {"n": 3}, seq=1)
+            envelope = await sub.get(timeout=5)
+            assert envelope is not None and envelope.payload == {"n": 3}
+    finally:
+        await layer.flush()
+
+
+async def test_pubsub_join_that_fails_leaves_no_membership_behind() -> None:
+    import redis.exceptions
+
+    layer, _ = pubsub_layer()
+    try:
+        bus = Bus(layer)
+        cid = uuid.uuid4().hex
+        shard = layer._get_layer()._shards[0]
+        shard._ensure_redis()
+        send = shard._pubsub.execute_command
+
+        async def failing(*args: Any) -> Any:
+            if args[0] == "SUBSCRIBE" and len(args) > 2:  # the groups' command, not the channel's
+                raise redis.exceptions.ConnectionError("Redis went away")
+            return await send(*args)
+
+        shard._pubsub.execute_command = failing
+        with pytest.raises(redis.exceptions.ConnectionError, match="went away"):
+            async with bus.subscribe(cid, TASK_TOPICS):
+                pass
+        for topic in TASK_TOPICS:
+            assert await memberships(layer, group_name(topic, cid)) == set()
+        assert not any(cid in name for name in await pubsub_subscriptions(layer))
+        shard._pubsub.execute_command = send
+        async with bus.subscribe(cid, TASK_TOPICS) as sub:  # and the next join works
+            await bus.publish(TOPIC_RESPONSE, cid, {"n": 4}, seq=1)
+            envelope = await sub.get(timeout=5)
+            assert envelope is not None and envelope.payload == {"n": 4}
+    finally:
+        await layer.flush()
