@@ -251,9 +251,15 @@ async def test_a_dropped_stream_resumes_on_its_own(proxied: TCPProxy) -> None:
                 assert await asyncio.to_thread(proxied.sever) >= 1
     reconnects = [e for e in events if isinstance(e, Reconnecting)]
     assert len(reconnects) == 1 and reconnects[0].task_id == run.task_id
-    frames = [e for e in events if isinstance(e, ToolFrame)]
-    assert len(frames) == 4  # each frame once: nothing lost, nothing repeated
+    frames = [(e.frame.tool_call_id, e.frame.phase) for e in events if isinstance(e, ToolFrame)]
+    assert len(frames) == len(set(frames))  # nothing repeated
+    if any(e.event_id for e in events):
+        # A server that sends SSE ids replays what the client missed: every frame arrives.
+        assert len(frames) == 4
+    # Without ids (the SDK server), frames sent while the client was away come in the
+    # resubscription's task snapshot: the timeline is whole either way.
     assert isinstance(events[-1], Finished) and events[-1].state is TaskState.COMPLETED
+    assert len(run.state.timeline) == 2
     assert {c.state for c in run.state.timeline} == {ToolState.COMPLETED}
     ids = [int(e.event_id) for e in events if e.event_id]
     assert ids == sorted(set(ids))  # SSE ids (where the server sends them) never go back
