@@ -321,6 +321,62 @@ def _is_redis_core(layer: BaseChannelLayer) -> TypeGuard[RedisChannelLayer]:
     return module is not None and isinstance(layer, module.RedisChannelLayer)
 
 
+# channels_redis's core ``send`` is four commands, four round trips (drop expired messages,
+# count, add, set the expiry); this is the same four in one script, so one round trip. The
+# count and the add are atomic here (channels_redis lets a queue go a little over capacity).
+_CORE_SEND_SCRIPT: Final = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, ARGV[1])
+if redis.call('ZCOUNT', KEYS[1], '-inf', '+inf') >= tonumber(ARGV[2]) then
+    return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+return 1
+"""
+
+
+def _one_trip_send(layer: BaseChannelLayer) -> Callable[[str, dict[str, Any]], Any] | None:
+    """A ``send`` to a general channel (no ``!``) of a channels_redis core layer in one round
+    trip (:data:`_CORE_SEND_SCRIPT`), or None where the layer's own ``send`` must be used.
+
+    It writes what the layer's ``send`` writes (its key, its serialisation, its expiry and
+    capacity), so the layer's ``receive`` reads it as its own. Only the layer class itself
+    takes this way: a subclass may send differently.
+    """
+    module = sys.modules.get("channels_redis.core")
+    cls = getattr(module, "RedisChannelLayer", None) if module is not None else None
+    if cls is None or type(layer) is not cls:
+        return None
+    core: Any = layer
+    if not all(
+        hasattr(core, name)
+        for name in ("prefix", "expiry", "get_capacity", "serialize", "connection")
+    ) or not hasattr(core, "_send_index_generator"):
+        return None  # another version's insides
+
+    async def send(channel: str, message: dict[str, Any]) -> None:
+        if "!" in channel:  # a process's own channel: the layer's way
+            await core.send(channel, message)
+            return
+        core.require_valid_channel_name(channel)  # raises TypeError, as the layer's send
+        connection = core.connection(next(core._send_index_generator))
+        now = time.time()
+        added = await connection.eval(
+            _CORE_SEND_SCRIPT,
+            1,
+            core.prefix + channel,
+            int(now) - int(core.expiry),
+            core.get_capacity(channel),
+            now,
+            core.serialize(message),
+            int(core.expiry),
+        )
+        if not added:
+            raise ChannelFull()
+
+    return send
+
+
 def _pubsub_loop_layer(layer: BaseChannelLayer) -> Any | None:
     """The running loop's part of a channels_redis PubSub layer, if its groups can be joined
     and left many at a time (:func:`_join_groups`), else None.
@@ -508,10 +564,11 @@ class Bus:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _REQUEST_QUEUE_WAIT
         delay = 0.005
+        send = _one_trip_send(self.request_layer) or self.request_layer.send
         while True:
             try:
                 async with _operation_slot(self.request_layer):
-                    await self.request_layer.send(REQUEST_CHANNEL, message)
+                    await send(REQUEST_CHANNEL, message)
                 return
             except ChannelFull:
                 # The runtime takes work as fast as it can; a full queue is a burst. Wait for

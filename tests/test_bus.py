@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from channels.exceptions import ChannelFull
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer
@@ -17,6 +18,7 @@ from django.conf import settings
 
 from a2a_toolcall import bus as b
 from a2a_toolcall.bus import (
+    REQUEST_CHANNEL,
     TASK_TOPICS,
     TOPIC_PROGRESS,
     TOPIC_RESPONSE,
@@ -559,3 +561,107 @@ async def test_pubsub_join_that_fails_leaves_no_membership_behind() -> None:
             assert envelope is not None and envelope.payload == {"n": 4}
     finally:
         await layer.flush()
+
+
+# --- work requests on the Redis core layer: one round trip each ------------------------------
+
+
+def core_layer(**options: Any) -> RedisChannelLayer:
+    return RedisChannelLayer(
+        hosts=[settings.REDIS_HOST], prefix=f"a2a-test-{uuid.uuid4().hex[:8]}", **options
+    )
+
+
+def record_core_commands(layer: RedisChannelLayer) -> list[str]:
+    """The names of the commands the layer's connections send from now on (still sent)."""
+    seen: list[str] = []
+    client = layer.connection(0)
+    send = client.execute_command
+
+    async def recording(*args: Any, **options: Any) -> Any:
+        seen.append(str(args[0]))
+        return await send(*args, **options)
+
+    client.execute_command = recording  # type: ignore[method-assign]
+    return seen
+
+
+async def test_a_work_request_on_the_redis_core_layer_is_one_command() -> None:
+    layer = core_layer()
+    try:
+        seen = record_core_commands(layer)
+        bus = Bus(layer, request_layer=layer)
+        await bus.send_request({"cid": "t1", "metadata": {"n": 1}})
+        assert seen == ["EVAL"]
+        # Read by the layer's own receive, as if the layer had sent it.
+        assert await asyncio.wait_for(bus.receive_request(), 5) == {
+            "cid": "t1",
+            "metadata": {"n": 1},
+        }
+        # The key expires as the layer's own send makes it.
+        key = layer.prefix + REQUEST_CHANNEL
+        await bus.send_request({"cid": "t2"})
+        ttl = await layer.connection(0).ttl(key)
+        assert 0 < ttl <= layer.expiry
+    finally:
+        await layer.flush()
+        await layer.close_pools()
+
+
+async def test_a_full_work_queue_on_the_redis_core_layer_is_channel_full() -> None:
+    layer = core_layer(capacity=3)
+    try:
+        bus = Bus(layer, request_layer=layer)
+        for i in range(3):
+            await bus.send_request({"cid": f"t{i}"})
+        send = b._one_trip_send(layer)
+        assert send is not None
+        with pytest.raises(ChannelFull):
+            await send(REQUEST_CHANNEL, {"type": "a2a.request", "request": {"cid": "t3"}})
+        # Exactly at capacity: the count and the add are one step.
+        assert await layer.connection(0).zcard(layer.prefix + REQUEST_CHANNEL) == 3
+        got = [await asyncio.wait_for(bus.receive_request(), 5) for _ in range(3)]
+        assert sorted(r["cid"] for r in got) == ["t0", "t1", "t2"]
+        await bus.send_request({"cid": "t4"})  # room again
+        assert (await asyncio.wait_for(bus.receive_request(), 5))["cid"] == "t4"
+    finally:
+        await layer.flush()
+        await layer.close_pools()
+
+
+async def test_expired_work_requests_are_dropped_before_the_count() -> None:
+    layer = core_layer(capacity=2, expiry=60)
+    try:
+        key = layer.prefix + REQUEST_CHANNEL
+        # Two requests older than the expiry fill the queue ...
+        stale = {"type": "a2a.request", "request": {"cid": "old"}}
+        client = layer.connection(0)
+        await client.zadd(key, {layer.serialize(stale): 1.0, layer.serialize(stale) + b" ": 2.0})
+        # ... and are dropped when the next one is sent, as the layer's own send does.
+        bus = Bus(layer, request_layer=layer)
+        await bus.send_request({"cid": "new"})
+        assert await client.zcard(key) == 1
+        assert (await asyncio.wait_for(bus.receive_request(), 5))["cid"] == "new"
+    finally:
+        await layer.flush()
+        await layer.close_pools()
+
+
+async def test_a_core_layer_subclass_sends_work_its_own_way() -> None:
+    sent: list[str] = []
+
+    class Sending(RedisChannelLayer):
+        async def send(self, channel: str, message: dict[str, Any]) -> None:
+            sent.append(channel)
+            await super().send(channel, message)
+
+    layer = Sending(hosts=[settings.REDIS_HOST], prefix=f"a2a-test-{uuid.uuid4().hex[:8]}")
+    try:
+        assert b._one_trip_send(layer) is None
+        bus = Bus(layer, request_layer=layer)
+        await bus.send_request({"cid": "t1"})
+        assert sent == [REQUEST_CHANNEL]
+        assert (await asyncio.wait_for(bus.receive_request(), 5))["cid"] == "t1"
+    finally:
+        await layer.flush()
+        await layer.close_pools()
