@@ -377,129 +377,6 @@ def _one_trip_send(layer: BaseChannelLayer) -> Callable[[str, dict[str, Any]], A
     return send
 
 
-def _pubsub_loop_layer(layer: BaseChannelLayer) -> Any | None:
-    """The running loop's part of a channels_redis PubSub layer, if its groups can be joined
-    and left many at a time (:func:`_join_groups`), else None.
-
-    ``RedisPubSubChannelLayer.group_add`` sends one ``SUBSCRIBE`` per group, each waiting for
-    its shard's lock (the lock every ``PUBLISH`` of the process also takes): a stream's
-    subscription to its task's six topics was six commands, the recorder's eight. Redis takes
-    many channels in one ``SUBSCRIBE``. This uses the layer's own bookkeeping (its groups,
-    its shards' subscriptions and lock), so it is only taken when every part of it is there
-    as channels_redis 4 has it; anything else (a subclass, another version) joins group by
-    group through the layer's own methods.
-    """
-    module = sys.modules.get("channels_redis.pubsub")
-    if module is None or type(layer) is not getattr(module, "RedisPubSubChannelLayer", None):
-        return None
-    try:
-        loop_layer = layer._get_layer()  # type: ignore[attr-defined]
-    except Exception:  # no running loop, or another version's insides
-        return None
-    shards = getattr(loop_layer, "_shards", None)
-    if (
-        not isinstance(getattr(loop_layer, "groups", None), dict)
-        or not isinstance(getattr(loop_layer, "channels", None), dict)
-        or not callable(getattr(loop_layer, "_get_group_channel_name", None))
-        or not callable(getattr(loop_layer, "_get_shard", None))
-        or not isinstance(shards, list)
-        or not all(_batchable_shard(shard) for shard in shards)
-    ):
-        return None
-    return loop_layer
-
-
-def _batchable_shard(shard: Any) -> bool:
-    return (
-        isinstance(getattr(shard, "_subscribed_to", None), set)
-        and isinstance(getattr(shard, "_lock", None), asyncio.Lock)
-        and callable(getattr(shard, "_ensure_redis", None))
-        and callable(getattr(shard, "_ensure_receiver", None))
-    )
-
-
-def _by_shard(loop_layer: Any, names: Iterable[str]) -> dict[Any, list[str]]:
-    shards: dict[Any, list[str]] = {}
-    for name in names:
-        shards.setdefault(loop_layer._get_shard(name), []).append(name)
-    return shards
-
-
-async def _join_groups(loop_layer: Any, groups: list[str], channel: str) -> None:
-    """Add ``channel`` to ``groups`` of a PubSub layer's loop part: one ``SUBSCRIBE`` per shard
-    for the groups its process was not subscribed to yet (``group_add``, many at once).
-
-    The memberships are recorded before the command is sent, as ``group_add`` records them:
-    if the command fails, leaving the groups undoes them.
-    """
-    if channel not in loop_layer.channels:
-        raise RuntimeError(f"group members must be channels of this process: {channel!r}")
-    names = []
-    for group in groups:
-        name = loop_layer._get_group_channel_name(group)
-        loop_layer.groups.setdefault(name, set()).add(channel)
-        names.append(name)
-    for shard, on_shard in _by_shard(loop_layer, names).items():
-        async with shard._lock:
-            # Looked at under the lock: a leave queued before this join has run by now.
-            new = [name for name in on_shard if name not in shard._subscribed_to]
-            if new:
-                shard._ensure_redis()
-                shard._ensure_receiver()
-                await shard._pubsub.subscribe(*new)
-                shard._subscribed_to.update(new)
-
-
-async def _leave_groups(loop_layer: Any, groups: list[str], channel: str) -> None:
-    """Remove ``channel`` from ``groups`` of a PubSub layer's loop part: one ``UNSUBSCRIBE``
-    per shard for the groups no channel of the process is in any more (``group_discard``,
-    many at once)."""
-    emptied = []
-    for group in groups:
-        name = loop_layer._get_group_channel_name(group)
-        members = loop_layer.groups.get(name)
-        if members is None or channel not in members:
-            continue
-        members.remove(channel)
-        if not members:
-            del loop_layer.groups[name]
-            emptied.append(name)
-    for shard, on_shard in _by_shard(loop_layer, emptied).items():
-        async with shard._lock:
-            # Looked at under the lock: a group joined again meanwhile stays subscribed.
-            gone = [
-                name
-                for name in on_shard
-                if name in shard._subscribed_to and name not in loop_layer.groups
-            ]
-            if gone:
-                shard._ensure_redis()
-                shard._ensure_receiver()
-                await shard._pubsub.unsubscribe(*gone)
-                shard._subscribed_to.difference_update(gone)
-
-
-async def _release_pubsub_channel(layer: BaseChannelLayer, channel: str) -> None:
-    """Forget a channel of a PubSub layer that its owner is done with: its queue and its Redis
-    subscription.
-
-    channels_redis only does this when a ``receive`` on the channel is cancelled (it has no
-    ``delete_channel``); a subscription that ends its last receive with a wake-up message
-    instead (:meth:`Subscription._drain`) would otherwise leave both behind for the life of
-    the process, one per stream. Channels of other layers expire on their own.
-    """
-    module = sys.modules.get("channels_redis.pubsub")
-    cls = getattr(module, "RedisPubSubChannelLayer", None) if module is not None else None
-    if cls is None or not isinstance(layer, cls):
-        return
-    loop_layer = layer._get_layer()
-    channels = getattr(loop_layer, "channels", None)
-    if not isinstance(channels, dict) or channels.pop(channel, None) is None:
-        return  # another version's insides, or already released by a cancelled receive
-    shard = loop_layer._get_shard(channel)
-    await shard.unsubscribe(channel)
-
-
 def _operation_slot(layer: BaseChannelLayer) -> contextlib.AbstractAsyncContextManager[Any]:
     if isinstance(layer, InMemoryChannelLayer):
         return contextlib.nullcontext()
@@ -1029,12 +906,6 @@ class Subscription:
         async with _operation_slot(self.layer):
             self.channel = await self.layer.new_channel()
         try:
-            pubsub = _pubsub_loop_layer(self.layer)
-            if pubsub is not None and len(self.groups) > 1:
-                self._joined = list(self.groups)  # recorded first: a failure leaves them
-                async with _operation_slot(self.layer):
-                    await _join_groups(pubsub, self._joined, self.channel)
-                return self
             for group in self.groups:
                 async with _operation_slot(self.layer):
                     await self.layer.group_add(group, self.channel)
@@ -1060,14 +931,6 @@ class Subscription:
         self._closed = True
         joined, self._joined = self._joined, []
         assert self.channel is not None
-        pubsub = _pubsub_loop_layer(self.layer) if len(joined) > 1 else None
-        if pubsub is not None:
-            try:
-                async with _operation_slot(self.layer):
-                    await _leave_groups(pubsub, joined, self.channel)
-            except Exception:
-                logger.exception("could not leave groups %s", ", ".join(joined))
-            joined = []
         for group in joined:
             try:
                 async with _operation_slot(self.layer):
@@ -1077,11 +940,6 @@ class Subscription:
         pending, self._pending = self._pending, None
         if pending is not None:
             await self._drain(pending)
-        try:
-            async with _operation_slot(self.layer):
-                await _release_pubsub_channel(self.layer, self.channel)
-        except Exception:
-            logger.exception("could not release channel %s", self.channel)
         discard = getattr(self.layer, "discard_waiter", None)
         if discard is not None:
             discard(self.channel)

@@ -137,8 +137,8 @@ class SlowClient:
 
 def wait_completed(server: LiveServer, task_ids: list[str]) -> None:
     # A guard against a hang, not a timing: on a 2-core machine, ten 12 MB tasks whose
-    # clients stopped reading took 73-104 s through Redis with the web process's allocations
-    # traced (and a run past 120 s has been seen).
+    # clients stopped reading took 73-112 s through Redis with the web process's allocations
+    # traced.
     deadline = time.monotonic() + 300
     for task_id in task_ids:
         while (
