@@ -335,46 +335,43 @@ return 1
 """
 
 
-def _one_trip_send(layer: BaseChannelLayer) -> Callable[[str, dict[str, Any]], Any] | None:
-    """A ``send`` to a general channel (no ``!``) of a channels_redis core layer in one round
-    trip (:data:`_CORE_SEND_SCRIPT`), or None where the layer's own ``send`` must be used.
-
-    It writes what the layer's ``send`` writes (its key, its serialisation, its expiry and
-    capacity), so the layer's ``receive`` reads it as its own. Only the layer class itself
-    takes this way: a subclass may send differently.
-    """
-    module = sys.modules.get("channels_redis.core")
-    cls = getattr(module, "RedisChannelLayer", None) if module is not None else None
-    if cls is None or type(layer) is not cls:
-        return None
-    core: Any = layer
-    if not all(
-        hasattr(core, name)
-        for name in ("prefix", "expiry", "get_capacity", "serialize", "connection")
-    ) or not hasattr(core, "_send_index_generator"):
-        return None  # another version's insides
-
-    async def send(channel: str, message: dict[str, Any]) -> None:
-        if "!" in channel:  # a process's own channel: the layer's way
-            await core.send(channel, message)
-            return
-        core.require_valid_channel_name(channel)  # raises TypeError, as the layer's send
-        connection = core.connection(next(core._send_index_generator))
-        now = time.time()
-        added = await connection.eval(
-            _CORE_SEND_SCRIPT,
-            1,
-            core.prefix + channel,
-            int(now) - int(core.expiry),
-            core.get_capacity(channel),
-            now,
-            core.serialize(message),
-            int(core.expiry),
+def _one_trip_sendable(layer: BaseChannelLayer) -> TypeGuard[RedisChannelLayer]:
+    """Whether work requests on ``layer`` go by :func:`_send_in_one_trip`: a channels_redis
+    core layer of the class itself (a subclass may send differently), with the insides that
+    function uses (another version may not have them)."""
+    return (
+        _is_redis_core(layer)
+        and type(layer) is sys.modules["channels_redis.core"].RedisChannelLayer
+        and all(
+            hasattr(layer, name)
+            for name in ("prefix", "expiry", "get_capacity", "serialize", "_send_index_generator")
         )
-        if not added:
-            raise ChannelFull()
+    )
 
-    return send
+
+async def _send_in_one_trip(
+    layer: RedisChannelLayer, channel: str, message: dict[str, Any]
+) -> None:
+    """The layer's ``send`` to a general channel (no ``!``) in one round trip
+    (:data:`_CORE_SEND_SCRIPT`): its key, serialisation, expiry and capacity, so the layer's
+    ``receive`` reads it as its own."""
+    assert "!" not in channel, "a process's own channel goes by the layer's send"
+    layer.require_valid_channel_name(channel)  # raises TypeError, as the layer's send
+    core: Any = layer
+    connection = core.connection(next(core._send_index_generator))
+    now = time.time()
+    added = await connection.eval(
+        _CORE_SEND_SCRIPT,
+        1,
+        core.prefix + channel,
+        int(now) - int(core.expiry),
+        core.get_capacity(channel),
+        now,
+        core.serialize(message),
+        int(core.expiry),
+    )
+    if not added:
+        raise ChannelFull()
 
 
 def _operation_slot(layer: BaseChannelLayer) -> contextlib.AbstractAsyncContextManager[Any]:
@@ -441,11 +438,15 @@ class Bus:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _REQUEST_QUEUE_WAIT
         delay = 0.005
-        send = _one_trip_send(self.request_layer) or self.request_layer.send
+        layer = self.request_layer
+        one_trip = _one_trip_sendable(layer)
         while True:
             try:
-                async with _operation_slot(self.request_layer):
-                    await send(REQUEST_CHANNEL, message)
+                async with _operation_slot(layer):
+                    if one_trip:
+                        await _send_in_one_trip(layer, REQUEST_CHANNEL, message)
+                    else:
+                        await layer.send(REQUEST_CHANNEL, message)
                 return
             except ChannelFull:
                 # The runtime takes work as fast as it can; a full queue is a burst. Wait for

@@ -433,10 +433,10 @@ async def test_a_full_work_queue_on_the_redis_core_layer_is_channel_full() -> No
         bus = Bus(layer, request_layer=layer)
         for i in range(3):
             await bus.send_request({"cid": f"t{i}"})
-        send = b._one_trip_send(layer)
-        assert send is not None
+        assert b._one_trip_sendable(layer)
+        message = {"type": "a2a.request", "request": {"cid": "t3"}}
         with pytest.raises(ChannelFull):
-            await send(REQUEST_CHANNEL, {"type": "a2a.request", "request": {"cid": "t3"}})
+            await b._send_in_one_trip(layer, REQUEST_CHANNEL, message)
         # Exactly at capacity: the count and the add are one step.
         assert await layer.connection(0).zcard(layer.prefix + REQUEST_CHANNEL) == 3
         got = [await asyncio.wait_for(bus.receive_request(), 5) for _ in range(3)]
@@ -476,7 +476,7 @@ async def test_a_core_layer_subclass_sends_work_its_own_way() -> None:
 
     layer = Sending(hosts=[settings.REDIS_HOST], prefix=f"a2a-test-{uuid.uuid4().hex[:8]}")
     try:
-        assert b._one_trip_send(layer) is None
+        assert not b._one_trip_sendable(layer)
         bus = Bus(layer, request_layer=layer)
         await bus.send_request({"cid": "t1"})
         assert sent == [REQUEST_CHANNEL]
