@@ -196,6 +196,10 @@ def test_task_state_properties() -> None:
 def test_timestamps() -> None:
     moment = datetime(2026, 12, 2, 10, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
     assert m.format_timestamp(moment) == "2026-12-02T08:00:00.123Z"
+    # Four-digit years below 1000 too, and whole seconds keep their ".000".
+    early = datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    assert m.format_timestamp(early) == "0999-12-31T23:59:59.000Z"
+    assert m.parse_timestamp(m.format_timestamp(early)) == early
     status = m.TaskStatus(state=m.TaskState.WORKING, timestamp=moment)
     assert status.timestamp == "2026-12-02T08:00:00.123Z"
     assert m.parse_timestamp("2026-12-02T08:00:00.123456789Z") == datetime(

@@ -204,8 +204,9 @@ def format_timestamp(moment: datetime) -> str:
     """Render an aware datetime as a proto3-JSON Timestamp (UTC, ``Z``, millisecond precision)."""
     if moment.tzinfo is None:
         raise ValueError("timestamps must be timezone-aware; use datetime.now(UTC)")
-    utc = moment.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    # isoformat, not strftime: four-digit years below 1000 too ("0999-...", as RFC 3339 has
+    # them; strftime writes "999-..."), and it is the faster of the two.
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def parse_timestamp(value: str) -> datetime:
