@@ -538,48 +538,95 @@ _Claim = tuple[str, str, int]
 
 
 def _claim_rows_sync(claims: Sequence[_Claim], using: str) -> list[bool]:
-    """Claim rows in the open transaction: one locking read of the claimable rows
-    (:func:`_lock_in_order`, as the lease renewals and the journal take theirs, so no
-    deadlock with them), then one UPDATE per runtime (usually one).
+    """Claim rows in the open transaction: one locking read of the claimable rows (in key
+    order, as the lease renewals and the journal take theirs, so no deadlock with them:
+    :func:`_lock_in_order`), then one UPDATE per runtime (usually one).
 
     The first claim of a row in ``claims`` wins it; the others lose, as they would to a
-    runtime that claimed before them.
+    runtime that claimed before them. Every task a runtime starts is claimed here, so the
+    statements are plain SQL (:func:`_claimable_sql`, :func:`_claim_sql`) with the values
+    prepared by the model's fields: building the querysets cost more than running them.
     """
+    connection = connections[using]
     wanted: dict[int, list[str]] = {}
     for task_id, _, attempt in claims:
         wanted.setdefault(attempt, []).append(task_id)
     claimable: set[tuple[str, int]] = set()
-    tasks = orm.Task.objects.using(using)
-    for attempt, ids in wanted.items():
-        for i in range(0, len(ids), _ID_CHUNK):
-            rows = tasks.filter(
-                pk__in=ids[i : i + _ID_CHUNK],
-                attempt=attempt,
-                state__in=_UNCLAIMED_STATES,
-                runtime_id="",
-            )
-            claimable.update((pk, attempt) for pk in _lock_in_order(rows))
-    won = [False] * len(claims)
-    by_runtime: dict[str, list[str]] = {}
-    for i, (task_id, runtime_id, attempt) in enumerate(claims):
-        if (task_id, attempt) in claimable:
-            claimable.discard((task_id, attempt))
-            won[i] = True
-            by_runtime.setdefault(runtime_id, []).append(task_id)
-    for runtime_id, ids in by_runtime.items():
-        for i in range(0, len(ids), _ID_CHUNK):
-            chunk = ids[i : i + _ID_CHUNK]
-            updated = tasks.filter(pk__in=chunk, state__in=_UNCLAIMED_STATES, runtime_id="").update(
-                **_claimed_fields(runtime_id)
-            )
-            if updated != len(chunk):
-                # A row changed between the read and the write (a database without row
-                # locks, written by another process): the transaction is rolled back and
-                # the claims are made one by one.
-                raise transaction.TransactionManagementError(
-                    f"claimed {updated} of {len(chunk)} rows read as claimable"
+    with connection.cursor() as cursor:
+        for attempt, ids in wanted.items():
+            for i in range(0, len(ids), _ID_CHUNK):
+                chunk = ids[i : i + _ID_CHUNK]
+                cursor.execute(
+                    _claimable_sql(connection, len(chunk)),
+                    [*chunk, attempt, *_UNCLAIMED_STATES, ""],
                 )
+                claimable.update((pk, attempt) for (pk,) in cursor.fetchall())
+        won = [False] * len(claims)
+        by_runtime: dict[str, list[str]] = {}
+        for i, (task_id, runtime_id, attempt) in enumerate(claims):
+            if (task_id, attempt) in claimable:
+                claimable.discard((task_id, attempt))
+                won[i] = True
+                by_runtime.setdefault(runtime_id, []).append(task_id)
+        for runtime_id, ids in by_runtime.items():
+            fields = _claimed_fields(runtime_id)
+            names = tuple(fields)
+            values = _prepared(orm.Task, names, fields, connection)
+            for i in range(0, len(ids), _ID_CHUNK):
+                chunk = ids[i : i + _ID_CHUNK]
+                cursor.execute(
+                    _claim_sql(connection, names, len(chunk)),
+                    [*values, *chunk, *_UNCLAIMED_STATES, ""],
+                )
+                if cursor.rowcount != len(chunk):
+                    # A row changed between the read and the write (a database without row
+                    # locks, written by another process): the transaction is rolled back and
+                    # the claims are made one by one.
+                    raise transaction.TransactionManagementError(
+                        f"claimed {cursor.rowcount} of {len(chunk)} rows read as claimable"
+                    )
     return won
+
+
+def _unclaimed_where(connection: Any, count: int, *, attempt: bool = False) -> str:
+    """The rows of ``count`` tasks that no runtime holds: ``pk IN (%s, ...)``, ``attempt =
+    %s`` if asked, ``state IN (%s, %s)``, ``runtime_id = %s``; the parameters in that order
+    (the keys, the attempt, :data:`_UNCLAIMED_STATES`, ``""``)."""
+    quote = connection.ops.quote_name
+    pk = quote(str(orm.Task._meta.pk.column))
+    columns = _columns(orm.Task, ("attempt", "state", "runtime_id"))
+    of_attempt, state, runtime = (quote(c) for c in columns)
+    keys = ", ".join(["%s"] * count)
+    states = ", ".join(["%s"] * len(_UNCLAIMED_STATES))
+    also = f" AND {of_attempt} = %s" if attempt else ""
+    return f"{pk} IN ({keys}){also} AND {state} IN ({states}) AND {runtime} = %s"
+
+
+def _claimable_sql(connection: Any, count: int) -> str:
+    """The locking read of a claim (:func:`_unclaimed_where` of one attempt): the keys, in key
+    order, locked where rows lock (FOR NO KEY UPDATE where there is one, as
+    :func:`_lock_in_order` takes them)."""
+    quote = connection.ops.quote_name
+    pk = quote(str(orm.Task._meta.pk.column))
+    table = quote(orm.Task._meta.db_table)
+    where = _unclaimed_where(connection, count, attempt=True)
+    # Names from the model's own metadata, quoted by the backend; values are parameters.
+    sql = f"SELECT {pk} FROM {table} WHERE {where} ORDER BY {pk}"  # noqa: S608
+    features = connection.features
+    if features.has_select_for_update:
+        no_key = bool(features.has_select_for_no_key_update)
+        sql = f"{sql} {connection.ops.for_update_sql(no_key=no_key)}"
+    return sql
+
+
+def _claim_sql(connection: Any, names: tuple[str, ...], count: int) -> str:
+    """The write of a claim: ``names`` set (their values the first parameters) on the rows of
+    :func:`_unclaimed_where` (any attempt: the read has chosen them)."""
+    quote = connection.ops.quote_name
+    sets = ", ".join(f"{quote(c)} = %s" for c in _columns(orm.Task, names))
+    table = quote(orm.Task._meta.db_table)
+    where = _unclaimed_where(connection, count)
+    return f"UPDATE {table} SET {sets} WHERE {where}"  # noqa: S608
 
 
 def _claim_one_sync(task_id: str, runtime_id: str, attempt: int, *, using: str) -> bool:
@@ -1005,20 +1052,22 @@ def enqueue_push_sync(connection: Any, writes: Sequence[tuple[str, Sequence[Push
     """Queue a push delivery of each event for each webhook of its task, in the caller's
     transaction on ``connection``; returns how many (docs/push.md, "Delivery").
 
-    One query of the batch's configs (by task, indexed); nothing more for tasks without.
+    One query of the batch's configs (by task, indexed); nothing more for tasks without. It
+    runs on every write of the app, so it is plain SQL (:func:`_push_configs_sql`): building
+    the queryset cost several times what the indexed lookup itself costs.
     """
     if not get_setting("PUSH_NOTIFICATIONS"):
         return 0
     events = {task_id: found for task_id, found in writes if found}
+    if not events:
+        return 0
     ids = sorted(events)
-    configs = orm.PushConfig.objects.using(connection.alias).order_by("pk")
-    found = [
-        row
-        for start in range(0, len(ids), _IN_CHUNK)
-        for row in configs.filter(task_id__in=ids[start : start + _IN_CHUNK]).values_list(
-            "pk", "task_id", "url"
-        )
-    ]
+    found: list[tuple[Any, str, str]] = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            cursor.execute(_push_configs_sql(connection, len(chunk)), chunk)
+            found.extend(cursor.fetchall())
     if not found:
         return 0
     now = timezone.now()
@@ -1206,6 +1255,22 @@ def _insert_sql(
     # Names from the model's own metadata, quoted by the backend; values are parameters.
     table = quote(model._meta.db_table)
     return f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", names  # noqa: S608
+
+
+def _push_configs_sql(connection: Any, count: int) -> str:
+    """``SELECT pk, task_id, url`` of the push configs of ``count`` tasks (``%s`` each), in key
+    order: what ``PushConfig.objects.filter(task_id__in=...).order_by("pk")`` selects."""
+    quote = connection.ops.quote_name
+    model = orm.PushConfig
+    pk = quote(str(model._meta.pk.column))
+    task, url = (quote(c) for c in _columns(model, ("task", "url")))
+    placeholders = ", ".join(["%s"] * count)
+    table = quote(model._meta.db_table)
+    # Names from the model's own metadata, quoted by the backend; values are parameters.
+    return (
+        f"SELECT {pk}, {task}, {url} FROM {table} "  # noqa: S608
+        f"WHERE {task} IN ({placeholders}) ORDER BY {pk}"
+    )
 
 
 def _call_upsert_sql(connection: Any) -> tuple[str, tuple[str, ...]]:

@@ -583,3 +583,47 @@ async def test_a_dead_sender_s_claim_lapses_and_another_sender_delivers() -> Non
     assert [r.json() for r in receiver.received] == [d.body for d in rows]
     config_row = await PushConfig.objects.aget(task_id=task["id"])
     assert config_row.sender_id == "" and config_row.sender_until is None  # released
+
+
+class _Event:
+    """A :class:`a2a_toolcall.store.Pushable`: an event's seq and JSON."""
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+        self.json = json.dumps({"statusUpdate": {"seq": seq}})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_outbox_queues_each_event_for_each_webhook_of_its_task_and_no_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.db import connection, transaction
+
+    from a2a_toolcall import store
+
+    monkeypatch.setattr(store, "_IN_CHUNK", 2)  # the lookup goes over several chunks
+    ids = [f"outbox-{i}" for i in range(5)]
+    for task_id in ids:
+        Task.objects.create(id=task_id, context_id="c", agent="demo", status={})
+    hooks = {
+        "outbox-0": ["https://a.example/0", "https://b.example/0"],
+        "outbox-2": ["https://a.example/2"],
+        "outbox-4": ["https://a.example/4", "https://b.example/4", "https://c.example/4"],
+    }
+    for task_id, urls in hooks.items():
+        for n, url in enumerate(urls):
+            PushConfig.objects.create(task_id=task_id, config_id=f"c{n}", url=url)
+    writes = [(task_id, [_Event(1), _Event(2)]) for task_id in reversed(ids)]
+    writes.append(("outbox-3", []))  # a task with nothing to push
+    with override_settings(A2A_TOOLCALL=config(PUSH_NOTIFICATIONS=True)), transaction.atomic():
+        queued = store.enqueue_push_sync(connection, writes)
+    expected = sorted(
+        (c.pk, c.task_id, c.url, seq)
+        for c in PushConfig.objects.filter(task_id__in=ids)
+        for seq in (1, 2)
+    )
+    rows = PushDelivery.objects.order_by("config_id", "seq")
+    assert queued == len(expected) == 12
+    assert [(d.config_id, d.task_id, d.url, d.seq) for d in rows] == expected
+    assert all(d.body == {"statusUpdate": {"seq": d.seq}} for d in rows)
+    assert all(d.status == PushDelivery.Status.PENDING and d.attempts == 0 for d in rows)
