@@ -415,8 +415,9 @@ class GroupCommit(Generic[_I, _R]):
 
 
 def _insert_rows_sync(rows: list[Model]) -> list[BaseException | None]:
-    """Insert ``rows`` in one transaction per database (one ``bulk_create``); if that fails,
-    one at a time. What each row's insert raised, or None."""
+    """Insert ``rows`` (of one model) in one transaction per database (one statement,
+    :func:`_insert_prepared`); if that fails, one at a time. What each row's insert raised, or
+    None."""
     by_alias: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
         by_alias.setdefault(router.db_for_write(type(row), instance=row), []).append(i)
@@ -425,7 +426,9 @@ def _insert_rows_sync(rows: list[Model]) -> list[BaseException | None]:
         group = [rows[i] for i in indexes]
         try:
             with transaction.atomic(using=using):
-                type(group[0])._default_manager.using(using).bulk_create(group)
+                model = type(group[0])
+                if not _insert_prepared(connections[using], model, group):
+                    model._default_manager.using(using).bulk_create(group)
             continue
         except Exception as exc:
             _close_if_broken(using)
@@ -521,6 +524,36 @@ def lease_seconds() -> float:
     from a2a_toolcall.conf import get_setting
 
     return float(get_setting("TASK_LEASE"))
+
+
+def _insert_prepared(connection: Any, model: type[Model], rows: list[Model]) -> bool:
+    """Insert ``rows`` in one ``executemany`` of the model's concrete fields, their values
+    taken as ``bulk_create`` takes them (``pre_save``) and prepared by the fields
+    (:func:`_prepared`); the rows are then saved instances, as after ``bulk_create``.
+
+    Every new task is inserted here while its client waits for the first event, and building
+    ``bulk_create``'s query cost more than the insert. False, with nothing done, where a
+    value is not a plain one (an expression, a database default, a key the database makes):
+    ``bulk_create``'s to do.
+    """
+    fields = model._meta.concrete_fields
+    names = tuple(f.name for f in fields)
+    params = []
+    for row in rows:
+        values = {}
+        for f in fields:
+            value = f.pre_save(row, True)
+            if hasattr(value, "resolve_expression") or (f.primary_key and value is None):
+                return False
+            values[f.name] = value
+        params.append(_prepared(model, names, values, connection))
+    sql, _ = _insert_sql(connection, model, names)
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+    for row in rows:
+        row._state.adding = False
+        row._state.db = connection.alias
+    return True
 
 
 def _claimed_fields(runtime_id: str) -> dict[str, Any]:

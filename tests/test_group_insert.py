@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -60,6 +61,47 @@ async def test_a_row_that_cannot_be_stored_fails_only_its_own_caller(database: s
     assert isinstance(results[10], IntegrityError)
     stored = {pk async for pk in orm.Task.objects.using(database).values_list("pk", flat=True)}
     assert stored == {taken, *ids}
+
+
+@pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
+def test_a_group_is_stored_exactly_as_bulk_create_stores_it(database: str) -> None:
+    from django.contrib.auth import get_user_model
+
+    owner = get_user_model().objects.db_manager(database).create(username=f"u-{uuid.uuid4()}")
+    when = datetime(2026, 12, 7, 2, 30, 1, 123456, tzinfo=UTC)
+
+    def rows(prefix: str) -> list[orm.Task]:
+        return [
+            orm.Task(
+                id=f"{prefix}-{i}",
+                context_id="ctx é",
+                agent="echo",
+                state=TaskState.SUBMITTED.value,
+                status={"state": "TASK_STATE_SUBMITTED", "n": [1, 2.5, None, "✓"]},
+                history=[{"messageId": "m", "parts": [{"text": "hi"}]}],
+                metadata={} if i else {"k": {"nested": True}},
+                owner=owner if i % 2 else None,
+                request_text="",
+                last_seq=i,
+                created_at=when,
+                updated_at=when + timedelta(seconds=i),
+            )
+            for i in range(3)
+        ]
+
+    fast, slow = rows("fast"), rows("slow")
+    with CaptureQueriesContext(connections[database]) as queries:
+        assert store._insert_rows_sync(fast) == [None, None, None]
+    # One executemany for the group (the debug cursor logs it as "3 times: INSERT ...").
+    inserts = [q["sql"] for q in queries if "INSERT INTO" in q["sql"].upper()]
+    assert len(inserts) == 1 and inserts[0].startswith("3 times"), inserts
+    orm.Task.objects.using(database).bulk_create(slow)
+    assert all(not row._state.adding and row._state.db == database for row in fast)
+    table = orm.Task.objects.using(database)
+    columns = [f.attname for f in orm.Task._meta.concrete_fields if f.attname != "id"]
+    stored_fast = list(table.filter(id__startswith="fast-").order_by("id").values_list(*columns))
+    stored_slow = list(table.filter(id__startswith="slow-").order_by("id").values_list(*columns))
+    assert len(stored_fast) == 3 and stored_fast == stored_slow
 
 
 @pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
