@@ -998,8 +998,9 @@ def write_batch_sync(writes: Sequence[TaskWrite]) -> int:
 
     This is the hottest write of the app, so it is three prepared statements rather than ORM
     querysets (whose SQL compilation per value costs more than the writes): one ``executemany``
-    upsert of the changed calls, one ``executemany`` insert of the events, one ``UPDATE`` per
-    task row. Values are prepared by the models' own fields, so they are stored exactly as the
+    upsert of the changed calls, one ``executemany`` insert of the events, and the task rows'
+    ``UPDATE`` (one ``executemany`` for each run of rows changing the same columns, in key
+    order). Values are prepared by the models' own fields, so they are stored exactly as the
     ORM would store them. The push deliveries of the events go into the outbox in the same
     transaction (:func:`enqueue_push_sync`); returns how many.
     """
@@ -1039,14 +1040,21 @@ def write_batch_sync(writes: Sequence[TaskWrite]) -> int:
                 connection, [(w.task_id, w.events or w.pushed) for w in writes]
             )
             # In key order, as every write of several task rows takes their locks (see
-            # _update_in_order): no two of them can wait for each other.
+            # _update_in_order): no two of them can wait for each other. Consecutive rows
+            # changing the same columns (usually all of them) go in one executemany.
+            run: list[list[Any]] = []
+            run_names: tuple[str, ...] = ()
             for w in sorted(writes, key=lambda w: w.task_id):
-                if w.fields:
-                    names = tuple(w.fields)
-                    cursor.execute(
-                        _update_sql(connection, orm.Task, names),
-                        [*_prepared(orm.Task, names, w.fields, connection), w.task_id],
-                    )
+                if not w.fields:
+                    continue
+                names = tuple(w.fields)
+                if run and names != run_names:
+                    cursor.executemany(_update_sql(connection, orm.Task, run_names), run)
+                    run = []
+                run_names = names
+                run.append([*_prepared(orm.Task, names, w.fields, connection), w.task_id])
+            if run:
+                cursor.executemany(_update_sql(connection, orm.Task, run_names), run)
     except Exception:
         # A broken connection stays broken in this long-lived thread unless it is closed;
         # the next write opens a new one.

@@ -256,3 +256,37 @@ async def test_a_runtime_starting_with_tasks_waiting_claims_them_together(
     finally:
         release.set()
         await runtime.shutdown()
+
+
+@pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
+def test_a_write_updates_the_task_rows_a_run_of_the_same_columns_at_a_time(database: str) -> None:
+    ids = sorted(str(uuid.uuid4()) for _ in range(5))
+    for task_id in ids:
+        async_to_sync(create)(task_id)
+    working = TaskState.WORKING.value
+    writes = [
+        store.TaskWrite(ids[4], fields={"last_seq": 9, "tool_call_count": 4}),
+        store.TaskWrite(ids[0], fields={"last_seq": 5, "tool_call_count": 2}),
+        store.TaskWrite(ids[1], fields={"last_seq": 6, "tool_call_count": 3}),
+        store.TaskWrite(ids[2], fields={"state": working}),
+        store.TaskWrite(ids[3]),  # nothing of its row changes
+    ]
+    with CaptureQueriesContext(connections[database]) as queries:
+        store.write_batch_sync(writes)
+    updates = [q["sql"] for q in queries if "UPDATE" in q["sql"].upper()]
+    # In key order: ids[0] and ids[1] together, ids[2], then ids[4] (ids[3] has nothing).
+    assert [sql.split(":")[0] for sql in updates] == ["2 times", "1 times", "1 times"], updates
+    rows = {
+        pk: (seq, calls, state)
+        for pk, seq, calls, state in orm.Task.objects.using(database).values_list(
+            "pk", "last_seq", "tool_call_count", "state"
+        )
+    }
+    submitted = TaskState.SUBMITTED.value
+    assert [rows[task_id] for task_id in ids] == [
+        (5, 2, submitted),
+        (6, 3, submitted),
+        (0, 0, working),
+        (0, 0, submitted),
+        (9, 4, submitted),
+    ]
