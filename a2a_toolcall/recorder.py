@@ -434,13 +434,13 @@ class Recorder:
     """Records one task from its creation to its terminal state."""
 
     __slots__ = (
-        "_artifact_base",
-        "_artifact_numbers",
         "_dirty",
         "_end_fields",
         "_end_level",
         "_frame_prefix",
         "_held",
+        "_id_base",
+        "_id_numbers",
         "_lease_lost",
         "_pacing",
         "_resized_at",
@@ -515,9 +515,9 @@ class Recorder:
         self._dirty: set[str] = set()
         self._summary_due = 0.0
         self._summary_scheduled = False
-        # Artifact ids: unique, without a random draw per frame.
-        self._artifact_base = uuid.uuid4().hex[:24]
-        self._artifact_numbers = itertools.count(1)
+        # Artifact and message ids: unique, without a random draw for each.
+        self._id_base = uuid.uuid4().hex[:24]
+        self._id_numbers = itertools.count(1)
         self._frame_prefix = frame_event_prefix(self.task_id, self.context_id)
         self.cancel_requested: str | None = None
         self.runtime_seen = False
@@ -616,13 +616,14 @@ class Recorder:
 
     def _emit_frame(self, frame: Frame, at: datetime) -> LoggedEvent:
         self.seq += 1
-        json = frame_event_json(self._frame_prefix, self._artifact_id(), frame)
+        json = frame_event_json(self._frame_prefix, self._new_id(), frame)
         event = LoggedEvent.from_artifact_json(self.seq, json, at)
         self.unwritten.append(event)
         return event
 
-    def _artifact_id(self) -> str:
-        return f"{self._artifact_base}{next(self._artifact_numbers):08x}"
+    def _new_id(self) -> str:
+        """An id no other artifact or message has: the task's random base and a counter."""
+        return f"{self._id_base}{next(self._id_numbers):08x}"
 
     async def _hand_out(self, event: LoggedEvent, *, write_first: bool) -> None:
         if write_first:
@@ -649,7 +650,7 @@ class Recorder:
             return
         if message is None and text is not None:
             message = Message(
-                message_id=uuid.uuid4().hex,
+                message_id=self._new_id(),
                 role=Role.AGENT,
                 parts=[Part(text=text)],
                 task_id=self.task_id,
@@ -1198,7 +1199,7 @@ class Recorder:
                 # completed status's message), stored before anyone sees the status.
                 reply = Message.model_validate(
                     {
-                        "messageId": uuid.uuid4().hex,
+                        "messageId": self._new_id(),
                         "role": Role.AGENT.value,
                         "contextId": self.context_id,
                         "parts": parts or [{"text": ""}],
@@ -1210,7 +1211,7 @@ class Recorder:
                 return
             if parts:
                 artifact = Artifact.model_validate(
-                    {"artifactId": uuid.uuid4().hex, "name": ANSWER_ARTIFACT_NAME, "parts": parts}
+                    {"artifactId": self._new_id(), "name": ANSWER_ARTIFACT_NAME, "parts": parts}
                 )
                 self._keep_artifact(artifact, append=False)
                 await self._artifact(artifact, at, last_chunk=True, write_first=False)
