@@ -533,10 +533,12 @@ def _insert_prepared(connection: Any, model: type[Model], rows: list[Model]) -> 
 
     Every new task is inserted here while its client waits for the first event, and building
     ``bulk_create``'s query cost more than the insert. False, with nothing done, where a
-    value is not a plain one (an expression, a database default, a key the database makes):
-    ``bulk_create``'s to do.
+    value is not a plain one (an expression, a database default, a key the database makes)
+    or the model has generated fields: ``bulk_create``'s to do.
     """
     fields = model._meta.concrete_fields
+    if any(getattr(f, "generated", False) for f in fields):
+        return False  # the database computes them: not in an INSERT
     names = tuple(f.name for f in fields)
     params = []
     for row in rows:
