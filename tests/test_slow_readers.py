@@ -142,11 +142,30 @@ def wait_completed(server: LiveServer, task_ids: list[str]) -> None:
     deadline = time.monotonic() + 300
     for task_id in task_ids:
         while (
-            call(server, "GetTask", {"id": task_id, "historyLength": 0})["status"]["state"]
-            != "TASK_STATE_COMPLETED"
-        ):
-            assert time.monotonic() < deadline, f"task {task_id} did not complete"
+            state := call(server, "GetTask", {"id": task_id, "historyLength": 0})["status"]["state"]
+        ) != "TASK_STATE_COMPLETED":
+            assert time.monotonic() < deadline, (
+                f"task {task_id} did not complete ({state}):\n{task_log(server, task_id)}"
+            )
             time.sleep(0.2)
+
+
+def task_log(server: LiveServer, task_id: str, limit: int = 60) -> str:
+    """What the server's processes logged about ``task_id``, and how each log ends: for a
+    task that hangs, where it stopped (a gap it asked the runtime to fill, a lost runtime)."""
+    lines = []
+    for path in server.log_files:
+        try:
+            text = path.read_text(errors="replace").splitlines()
+        except OSError as exc:
+            lines.append(f"--- {path.name}: unreadable ({exc})")
+            continue
+        naming = [line for line in text if task_id in line]
+        lines.append(f"--- {path.name}: {len(naming)} lines name the task; the last {limit}:")
+        lines += naming[-limit:]
+        lines.append(f"--- {path.name}: its last 20 lines:")
+        lines += text[-20:]
+    return "\n".join(lines)
 
 
 def events_of(body: bytes) -> list[tuple[int | None, dict[str, Any]]]:
