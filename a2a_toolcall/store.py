@@ -631,8 +631,7 @@ def _unclaimed_where(connection: Any, count: int, *, attempt: bool = False) -> s
     pk = quote(str(orm.Task._meta.pk.column))
     columns = _columns(orm.Task, ("attempt", "state", "runtime_id"))
     of_attempt, state, runtime = (quote(c) for c in columns)
-    keys = ", ".join(["%s"] * count)
-    states = ", ".join(["%s"] * len(_UNCLAIMED_STATES))
+    keys, states = _placeholders(count), _placeholders(len(_UNCLAIMED_STATES))
     also = f" AND {of_attempt} = %s" if attempt else ""
     return f"{pk} IN ({keys}){also} AND {state} IN ({states}) AND {runtime} = %s"
 
@@ -647,10 +646,8 @@ def _claimable_sql(connection: Any, count: int) -> str:
     where = _unclaimed_where(connection, count, attempt=True)
     # Names from the model's own metadata, quoted by the backend; values are parameters.
     sql = f"SELECT {pk} FROM {table} WHERE {where} ORDER BY {pk}"  # noqa: S608
-    features = connection.features
-    if features.has_select_for_update:
-        no_key = bool(features.has_select_for_no_key_update)
-        sql = f"{sql} {connection.ops.for_update_sql(no_key=no_key)}"
+    if connection.features.has_select_for_update:
+        sql = f"{sql} {connection.ops.for_update_sql(no_key=_no_key_lock(connection))}"
     return sql
 
 
@@ -723,9 +720,14 @@ def _lock_in_order(rows: Any) -> list[Any]:
     block the foreign-key checks of events being inserted for the same tasks. Backends
     without row locks (SQLite locks the database) only read the keys.
     """
-    no_key = bool(connections[rows.db].features.has_select_for_no_key_update)
-    locking = rows.select_for_update(no_key=no_key).order_by("pk")
+    locking = rows.select_for_update(no_key=_no_key_lock(connections[rows.db])).order_by("pk")
     return list(locking.values_list("pk", flat=True))
+
+
+def _no_key_lock(connection: Any) -> bool:
+    """Whether row locks are taken FOR NO KEY UPDATE (the lock an UPDATE itself takes, which
+    does not block the foreign-key checks of rows being inserted) on ``connection``."""
+    return bool(connection.features.has_select_for_no_key_update)
 
 
 def _update_in_order(rows: Any, **values: Any) -> int:
@@ -1294,10 +1296,15 @@ def _insert_sql(
 ) -> tuple[str, tuple[str, ...]]:
     quote = connection.ops.quote_name
     columns = ", ".join(quote(c) for c in _columns(model, names))
-    placeholders = ", ".join(["%s"] * len(names))
+    placeholders = _placeholders(len(names))
     # Names from the model's own metadata, quoted by the backend; values are parameters.
     table = quote(model._meta.db_table)
     return f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", names  # noqa: S608
+
+
+def _placeholders(count: int) -> str:
+    """``%s, %s, ...``: ``count`` parameters of a statement."""
+    return ", ".join(["%s"] * count)
 
 
 def _push_configs_sql(connection: Any, count: int) -> str:
@@ -1307,7 +1314,7 @@ def _push_configs_sql(connection: Any, count: int) -> str:
     model = orm.PushConfig
     pk = quote(str(model._meta.pk.column))
     task, url = (quote(c) for c in _columns(model, ("task", "url")))
-    placeholders = ", ".join(["%s"] * count)
+    placeholders = _placeholders(count)
     table = quote(model._meta.db_table)
     # Names from the model's own metadata, quoted by the backend; values are parameters.
     return (
