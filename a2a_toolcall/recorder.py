@@ -430,6 +430,16 @@ def start_in_background(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
     return asyncio.get_running_loop().create_task(coro, context=contextvars.Context())
 
 
+_ROW_SCALARS: Final = (
+    "state",
+    "pending_request_id",
+    "last_seq",
+    "tool_call_count",
+    "failed_tool_count",
+)
+"""The task row's columns a recorder writes when they change, besides the status's."""
+
+
 class Recorder:
     """Records one task from its creation to its terminal state."""
 
@@ -444,6 +454,8 @@ class Recorder:
         "_lease_lost",
         "_pacing",
         "_resized_at",
+        "_row_taken",
+        "_row_written",
         "_summary_due",
         "_summary_scheduled",
         "_window",
@@ -513,6 +525,11 @@ class Recorder:
         self.journal = journal()
         # What changed since the last write (the row is updated column by column).
         self._dirty: set[str] = set()
+        # The status and the row's scalar columns as the last committed write left them, and as
+        # the write in flight takes them: a write sets only the columns that differ, so a running
+        # task's write leaves its indexed columns (state, updated_at) and their indexes alone.
+        self._row_written: tuple[TaskStatus | None, tuple[Any, ...]] = (None, ())
+        self._row_taken: tuple[TaskStatus | None, tuple[Any, ...]] = (None, ())
         self._summary_due = 0.0
         self._summary_scheduled = False
         # Artifact and message ids: unique, without a random draw for each.
@@ -731,17 +748,30 @@ class Recorder:
     # --- writing ---------------------------------------------------------------------------
 
     def _row_fields(self) -> dict[str, Any]:
-        """The row's columns that changed since the last write (all of them the first time)."""
-        fields: dict[str, Any] = {
-            "state": self.state.value,
-            "status": self.status.to_wire(),
-            "pending_request_id": self.pending_request_id,
-            "last_seq": self.seq,
-            "updated_at": _when(self._status_ts()),
-            "finished_at": _when(self._status_ts()) if self.state.is_terminal else None,
-            "tool_call_count": len(self.timeline),
-            "failed_tool_count": self.failed_calls,
-        }
+        """The row's columns that changed since the last committed write (all of them the
+        first time)."""
+        fields: dict[str, Any] = {}
+        status = self.status
+        written_status, written = self._row_written
+        if status is not written_status:
+            at = _when(self._status_ts())
+            fields["status"] = status.to_wire()
+            fields["updated_at"] = at
+            fields["finished_at"] = at if self.state.is_terminal else None
+        scalars = (
+            self.state.value,
+            self.pending_request_id,
+            self.seq,
+            len(self.timeline),
+            self.failed_calls,
+        )
+        if written:
+            for name, value, before in zip(_ROW_SCALARS, scalars, written, strict=True):
+                if value != before:
+                    fields[name] = value
+        else:
+            fields.update(zip(_ROW_SCALARS, scalars, strict=True))
+        self._row_taken = (status, scalars)
         dirty, self._dirty = self._dirty, set()
         if "history" in dirty:
             fields["history"] = self.history
@@ -828,6 +858,7 @@ class Recorder:
     async def written(self, write: TaskWrite) -> None:
         """For the journal: the hub lets the written events go; tell streams in other
         processes about them."""
+        self._row_written = self._row_taken
         if write.events:
             self.hub.written(write.events[-1].seq)
             await self.bus.publish(
