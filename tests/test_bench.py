@@ -5,6 +5,7 @@ The figures themselves come from ``python -m bench.run`` (docs/benchmarks.md), n
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -16,11 +17,26 @@ import httpx
 import pytest
 
 from bench import raw_asgi
-from bench.load import LoadError, run_load
+from bench.load import LoadError, collector_held, run_load
 from project.bench_agent import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 Send = Callable[[dict[str, Any]], Any]
+
+
+def test_the_client_holds_its_collector_off_while_it_measures() -> None:
+    assert gc.isenabled()
+    with collector_held():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    # A process that keeps its collector off keeps it off.
+    gc.disable()
+    try:
+        with collector_held():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_the_workload_is_parsed_exactly() -> None:
