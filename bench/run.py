@@ -267,10 +267,14 @@ def start(target: Target, workdir: Path, core: int | None) -> None:
         )
         if target.server == "daphne":
             # -b/-p listen with Twisted's backlog of 50: a burst of connections overflows it.
+            # -v 0: no access log and warnings only, as uvicorn below (daphne's default, 1,
+            # writes an access log line per request and every INFO record of the site).
             server = [
                 sys.executable,
                 "-m",
                 "daphne",
+                "-v",
+                "0",
                 "-e",
                 f"tcp:port={target.port}:interface=127.0.0.1:backlog=1024",
                 "project.asgi:application",
