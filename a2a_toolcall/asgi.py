@@ -152,12 +152,14 @@ class _Lane(Executor):
     CPU that way with a hundred calls in flight, and costs 8.5 here (``python -m bench.hops``).
 
     ``given`` is written from the threads that submit (the event loop's), ``finished`` from
-    the lane's own: each counter by one thread only.
+    the lane's own: each counter by one thread only. ``detached``: how many of the calls
+    given that were detached (:meth:`detach`: nobody waits for them).
     """
 
     def __init__(self, name: str) -> None:
         self.given = 0
         self.finished = 0
+        self.detached = 0
         self._queue: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._shutdown = False
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
@@ -188,6 +190,16 @@ class _Lane(Executor):
         self._queue.put((fn, args, kwargs, future, loop))
         return future
 
+    def detach(self, fn: Callable[..., Any], /, *args: Any) -> None:
+        """Run ``fn(*args)`` in the lane after the calls already given to it, and before any
+        given after, without a future: nobody waits for it, and the event loop is not woken
+        when it is done. What it raises is logged (``a2a_toolcall.asgi``)."""
+        if self._shutdown:
+            raise RuntimeError("cannot schedule new calls after the lane was shut down")
+        self.given += 1
+        self.detached += 1
+        self._queue.put((fn, args, {}, None, None))
+
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         if not self._shutdown:
             self._shutdown = True
@@ -202,7 +214,14 @@ class _Lane(Executor):
             if call is None:
                 break
             fn, args, kwargs, future, loop = call
-            if loop is None:
+            if future is None:  # detached
+                try:
+                    fn(*args, **kwargs)
+                except Exception:
+                    logger.exception(
+                        "%r, run in %s with no caller waiting, failed", fn, self._thread.name
+                    )
+            elif loop is None:
                 assert isinstance(future, Future)
                 if future.set_running_or_notify_cancel():
                     try:
@@ -227,7 +246,7 @@ _Call = tuple[
     Callable[..., Any],
     tuple[Any, ...],
     dict[str, Any],
-    "asyncio.Future[Any] | Future[Any]",
+    "asyncio.Future[Any] | Future[Any] | None",
     "asyncio.AbstractEventLoop | None",
 ]
 
@@ -263,7 +282,8 @@ class _Pool:
 
     def __init__(self, size: int) -> None:
         self.lanes = [_Lane(f"a2a-sync-{i}") for i in range(size)]
-        self.contexts = frozenset(lane.context for lane in self.lanes)
+        self.by_context = {lane.context: lane for lane in self.lanes}
+        self.contexts = frozenset(self.by_context)
         self._turn = itertools.count()
 
     def pick(self) -> _Lane:
@@ -302,6 +322,14 @@ def uses_shared_threads() -> bool:
     thread, and the thread's database connections, are shared with other requests)."""
     context = SyncToAsync.thread_sensitive_context.get(None)
     return _pool is not None and context in _pool.contexts
+
+
+def current_lane() -> _Lane | None:
+    """The lane the running request's sync code goes to, if it runs in :class:`SharedThreads`."""
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    if _pool is None or context is None:
+        return None
+    return _pool.by_context.get(context)
 
 
 class SharedThreads:

@@ -22,17 +22,35 @@ The rules follow the hooks' code in Django 5.2 and 6.x (``django/middleware``,
 ``django/contrib/*/middleware.py``); ``tests/test_handler.py`` checks that every request of a
 matrix gets the same response (status, headers, cookies, body, session writes) from this
 handler as from Django's.
+
+**The request signal.** Django's ASGI handler sends ``request_started`` before each request
+with ``asend``, which runs the sync receivers through ``sync_to_async``: a thread hop (and two
+tasks) that the request waits for before anything else, although Django's own receivers
+(``django.db.reset_queries`` and ``close_old_connections``) only tidy the database connections
+of the thread the request's sync code runs on. When a request runs in a
+:class:`~a2a_toolcall.asgi.SharedThreads` lane and those are the only receivers, the handler
+gives them to the lane without waiting (:meth:`~a2a_toolcall.asgi._Lane.detach`): they run on
+that thread before any sync call the request makes afterwards (a lane runs its calls in
+order), so every database access of the request finds its connections as Django would have
+left them; what one raises is logged instead of failing the request. Any other receiver
+connected to ``request_started``, or a request outside a lane, gets Django's ``asend`` as it
+is. Django's own ``handle`` is run for this with ``signals`` in its globals pointing at
+:data:`_SIGNALS` (the same code, whatever the Django version), and as it is where that is not
+possible.
 """
 
 from __future__ import annotations
 
 import logging
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+import django.db
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core import signals as django_signals
 from django.core.exceptions import ImproperlyConfigured, MiddlewareNotUsed
 from django.core.handlers.asgi import ASGIHandler as DjangoASGIHandler
 from django.core.handlers.exception import convert_exception_to_response
@@ -208,9 +226,94 @@ def _inline_view_hook(process_view: Callable[..., Any], rule: Rule) -> Any:
     return view_hook
 
 
+# --- the request signal ----------------------------------------------------------------------
+
+_DJANGO_REQUEST_STARTED: Final = frozenset(
+    {django.db.reset_queries, django.db.close_old_connections}
+)
+"""Django's own receivers of ``request_started``: they tidy the calling thread's connections."""
+
+
+def _send_sync(signal: Any, receivers: list[Any], sender: Any, named: dict[str, Any]) -> None:
+    for receiver in receivers:
+        receiver(signal=signal, sender=sender, **named)
+
+
+class _RequestStarted:
+    """``request_started`` as Django's ``handle`` sends it, without waiting for Django's own
+    receivers when the request runs in a lane (the module's docstring)."""
+
+    async def asend(self, sender: Any, **named: Any) -> list[tuple[Any, Any]]:
+        from a2a_toolcall.asgi import current_lane
+
+        signal = django_signals.request_started
+        lane = current_lane()
+        if lane is not None:
+            try:
+                sync_receivers, async_receivers = signal._live_receivers(sender)
+                ours = not async_receivers and set(sync_receivers) <= _DJANGO_REQUEST_STARTED
+            except Exception:  # another Django's insides: send it as Django does
+                ours = False
+            if ours:
+                lane.detach(_send_sync, signal, list(sync_receivers), sender, named)
+                return [(receiver, None) for receiver in sync_receivers]
+        return await signal.asend(sender=sender, **named)
+
+
+class _Signals(types.ModuleType):
+    """``django.core.signals`` for Django's ``handle``, with :class:`_RequestStarted`."""
+
+    request_started = _RequestStarted()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(django_signals, name)
+
+
+_SIGNALS: Final = _Signals("a2a_toolcall.handler.signals")
+
+
+def _handle_with_our_signals() -> Any:
+    """Django's ``ASGIHandler.handle`` with ``signals`` in its globals being :data:`_SIGNALS`;
+    None where its code cannot be run that way (then Django's runs as it is)."""
+    handle = DjangoASGIHandler.handle
+    code = getattr(handle, "__code__", None)
+    module_globals = getattr(handle, "__globals__", {})
+    if (
+        code is None
+        or code.co_freevars
+        or "signals" not in code.co_names
+        or module_globals.get("signals") is not django_signals
+    ):
+        return None
+    ours = types.FunctionType(
+        code, {**module_globals, "signals": _SIGNALS}, handle.__name__, handle.__defaults__
+    )
+    ours.__kwdefaults__ = handle.__kwdefaults__
+    ours.__qualname__ = handle.__qualname__
+    ours.__doc__ = handle.__doc__
+    return ours
+
+
+_HANDLE: Final = _handle_with_our_signals()
+
+
 class ASGIHandler(DjangoASGIHandler):
     """Django's ASGI handler; the hooks of Django's own middleware run on the event loop
-    when they do no I/O (:data:`INLINE_HOOKS`; setting ``INLINE_MIDDLEWARE``)."""
+    when they do no I/O (:data:`INLINE_HOOKS`), and a request in a lane does not wait for
+    Django's own ``request_started`` receivers (the module's docstring); setting
+    ``INLINE_MIDDLEWARE``."""
+
+    def __init__(self) -> None:
+        from a2a_toolcall.conf import get_setting
+
+        super().__init__()
+        self._inline = bool(get_setting("INLINE_MIDDLEWARE"))
+
+    async def handle(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._inline and _HANDLE is not None:
+            await _HANDLE(self, scope, receive, send)
+        else:
+            await super().handle(scope, receive, send)
 
     def load_middleware(self, is_async: bool = False) -> None:
         from a2a_toolcall.conf import get_setting

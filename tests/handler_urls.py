@@ -4,6 +4,7 @@ sync and async alike."""
 
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.contrib.auth import alogin, get_user_model
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
@@ -90,7 +91,24 @@ async def fails(request: HttpRequest) -> HttpResponse:
     raise ValueError("the view failed")
 
 
+TRACE: list[str] = []
+"""What ran, in order: the view below and tests/test_handler.py's request_started receiver."""
+
+
+async def connection(request: HttpRequest) -> HttpResponse:
+    """Whether the request's thread has its default database connection open, as the
+    request's first sync call finds it."""
+    from django.db import connections
+
+    def state() -> str:
+        TRACE.append("view")
+        return "closed" if connections["default"].connection is None else "open"
+
+    return HttpResponse(await sync_to_async(state)())
+
+
 urlpatterns = [
+    path("connection/", connection),
     path("plain/", plain),
     path("sync/", plain_sync),
     path("session/write/", session_write),

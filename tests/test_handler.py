@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
@@ -22,9 +23,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.sessions.middleware import SessionMiddleware
 from django.contrib.sessions.models import Session
 from django.core.handlers.asgi import ASGIHandler as DjangoASGIHandler
+from django.core.signals import request_started
+from django.db import connections
 from django.test import override_settings
 
 from a2a_toolcall import asgi
+from a2a_toolcall import handler as handler_module
 from a2a_toolcall.handler import INLINE_HOOKS, ASGIHandler
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -279,6 +283,69 @@ async def test_the_hooks_of_a_request_that_needs_no_io_make_no_thread_hop() -> N
     # process_view), the response's close. Ours: the request signal and the close only.
     assert django_hops >= 14
     assert our_hops == 2
+
+
+def detached_calls() -> int:
+    return sum(lane.detached for lane in asgi._the_pool(None).lanes)
+
+
+@override_settings(ROOT_URLCONF="tests.handler_urls", MIDDLEWARE=STARTPROJECT_MIDDLEWARE)
+async def test_a_request_in_a_lane_does_not_wait_for_django_s_request_signal() -> None:
+    # Of the two lane calls, the request waits for the response's close only: Django's own
+    # request_started receivers are given to the lane without a caller waiting.
+    before = detached_calls()
+    assert await hops(ASGIHandler(), Step("GET", "/plain/")) == 2
+    assert detached_calls() - before == 1
+    before = detached_calls()
+    await hops(DjangoASGIHandler(), Step("GET", "/plain/"))
+    assert detached_calls() == before
+
+
+def _obsolete_connection() -> None:
+    # The calling thread's default connection, open and past its CONN_MAX_AGE.
+    connection = connections["default"]
+    connection.ensure_connection()
+    connection.close_at = 0.0
+
+
+@override_settings(ROOT_URLCONF="tests.handler_urls", MIDDLEWARE=STARTPROJECT_MIDDLEWARE)
+@pytest.mark.parametrize("handler", [ASGIHandler, DjangoASGIHandler], ids=["ours", "django"])
+async def test_the_request_signal_tidies_the_lane_s_connections_before_the_request_uses_them(
+    handler: type[DjangoASGIHandler],
+) -> None:
+    # close_old_connections closes a connection past its age before the request's first sync
+    # call finds it, whether the request waited for the signal (Django's handler) or not.
+    for lane in asgi._the_pool(None).lanes:
+        await lane.submit(_obsolete_connection)
+    answer = await Browser(asgi.SharedThreads(handler())).send(Step("GET", "/connection/"))
+    assert answer.body == b"closed"
+
+
+@override_settings(ROOT_URLCONF="tests.handler_urls", MIDDLEWARE=STARTPROJECT_MIDDLEWARE)
+async def test_another_request_signal_receiver_is_sent_to_and_waited_for_as_django_does() -> None:
+    from tests.handler_urls import TRACE
+
+    def receiver(**kwargs: Any) -> None:
+        time.sleep(0.05)  # the request must wait for it, as Django's handler makes it
+        TRACE.append("receiver")
+
+    TRACE.clear()
+    request_started.connect(receiver)
+    try:
+        before = detached_calls()
+        answer = await Browser(asgi.SharedThreads(ASGIHandler())).send(Step("GET", "/connection/"))
+    finally:
+        request_started.disconnect(receiver)
+    assert answer.status == 200
+    assert TRACE == ["receiver", "view"]
+    assert detached_calls() == before
+
+
+async def test_the_handler_runs_django_s_own_handle_code() -> None:
+    # Django's handle() with our request signal in its globals: where that cannot be made
+    # (another Django's handle), Django's runs as it is.
+    assert handler_module._HANDLE is not None
+    assert handler_module._HANDLE.__code__ is DjangoASGIHandler.handle.__code__
 
 
 @override_settings(ROOT_URLCONF="tests.handler_urls", MIDDLEWARE=STARTPROJECT_MIDDLEWARE)
