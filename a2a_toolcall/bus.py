@@ -171,9 +171,8 @@ def check_msgpack_safe(value: Any, path: str = "payload") -> None:
     the Redis layers cannot pack them. The in-memory layer accepts anything, so this check
     runs on every layer: a test on the in-memory layer fails where Redis would.
     """
-    with contextlib.suppress(RecursionError):  # very deep values: the walk below decides
-        if _msgpack_safe(value):
-            return  # the common case, without building a path for every value
+    if _msgpack_safe(value):
+        return  # the common case, without building a path for every value
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         item, where = stack.pop()
@@ -204,17 +203,34 @@ def check_msgpack_safe(value: Any, path: str = "payload") -> None:
         raise BusPayloadError(f"{where}: {kind.__name__} is not msgpack-safe{hint}")
 
 
+_MSGPACK_SCALARS: Final = frozenset({str, float, bool, bytes, type(None)})
+
+
 def _msgpack_safe(value: Any) -> bool:
-    kind = type(value)
-    if kind is str or kind is float or kind is bool or value is None or kind is bytes:
-        return True
-    if kind is int:
-        return bool(_INT_MIN <= value <= _UINT_MAX)
-    if kind is dict:
-        return all(type(k) is str and _msgpack_safe(v) for k, v in value.items())
-    if kind is list:
-        return all(_msgpack_safe(v) for v in value)
-    return False
+    """Whether :func:`check_msgpack_safe` passes ``value``: a walk with a stack of its own (no
+    recursion, whatever the depth), one type lookup per value (every envelope's payload)."""
+    stack = [value]
+    pop = stack.pop
+    extend = stack.extend
+    scalars = _MSGPACK_SCALARS
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind in scalars:
+            continue
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            extend(item.values())
+        elif kind is list:
+            extend(item)
+        elif kind is int:
+            if not _INT_MIN <= item <= _UINT_MAX:
+                return False
+        else:
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,18 @@ def test_safe_payloads_pass() -> None:
     )
 
 
+def test_the_check_walks_any_depth_without_recursion() -> None:
+    deep: Any = [None]
+    for _ in range(100_000):
+        deep = {"x": [deep]}
+    check_msgpack_safe(deep)  # no RecursionError
+    bad: Any = object()
+    for _ in range(2_000):
+        bad = [bad]
+    with pytest.raises(BusPayloadError, match=r"payload(\[0\]){2000}: object"):
+        check_msgpack_safe(bad)
+
+
 async def test_publishing_an_unsafe_payload_fails_on_every_layer(layer: BaseChannelLayer) -> None:
     bus = Bus(layer)
     cid = uuid.uuid4().hex
