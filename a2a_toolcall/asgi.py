@@ -283,7 +283,6 @@ class _Pool:
     def __init__(self, size: int) -> None:
         self.lanes = [_Lane(f"a2a-sync-{i}") for i in range(size)]
         self.by_context = {lane.context: lane for lane in self.lanes}
-        self.contexts = frozenset(self.by_context)
         self._turn = itertools.count()
 
     def pick(self) -> _Lane:
@@ -320,8 +319,7 @@ def _the_pool(size: int | None) -> _Pool:
 def uses_shared_threads() -> bool:
     """True when the running request's sync code goes to a :class:`SharedThreads` lane (its
     thread, and the thread's database connections, are shared with other requests)."""
-    context = SyncToAsync.thread_sensitive_context.get(None)
-    return _pool is not None and context in _pool.contexts
+    return current_lane() is not None
 
 
 def current_lane() -> _Lane | None:

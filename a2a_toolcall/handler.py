@@ -57,6 +57,8 @@ from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.module_loading import import_string
 
+from a2a_toolcall.asgi import current_lane
+
 __all__ = ["INLINE_HOOKS", "ASGIHandler", "InlineHooks"]
 
 logger = logging.getLogger("django.request")
@@ -244,8 +246,6 @@ class _RequestStarted:
     receivers when the request runs in a lane (the module's docstring)."""
 
     async def asend(self, sender: Any, **named: Any) -> list[tuple[Any, Any]]:
-        from a2a_toolcall.asgi import current_lane
-
         signal = django_signals.request_started
         lane = current_lane()
         if lane is not None:
@@ -306,8 +306,9 @@ class ASGIHandler(DjangoASGIHandler):
     def __init__(self) -> None:
         from a2a_toolcall.conf import get_setting
 
-        super().__init__()
+        # Read once, before Django's __init__ loads the middleware with it.
         self._inline = bool(get_setting("INLINE_MIDDLEWARE"))
+        super().__init__()
 
     async def handle(self, scope: Any, receive: Any, send: Any) -> None:
         if self._inline and _HANDLE is not None:
@@ -316,9 +317,7 @@ class ASGIHandler(DjangoASGIHandler):
             await super().handle(scope, receive, send)
 
     def load_middleware(self, is_async: bool = False) -> None:
-        from a2a_toolcall.conf import get_setting
-
-        if not is_async or not get_setting("INLINE_MIDDLEWARE"):
+        if not is_async or not self._inline:
             super().load_middleware(is_async)
             return
         self._load_async_middleware()
