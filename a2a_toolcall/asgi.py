@@ -381,18 +381,23 @@ def wrap(application: ASGIApp) -> ASGIApp:
     the garbage collector's first threshold to ``GC_GEN0_THRESHOLD``
     (:func:`a2a_toolcall.memory.tune_gc`) and, with ``RAISE_OPEN_FILES_LIMIT``, the process's
     soft limit of open files to its hard limit
-    (:func:`a2a_toolcall.limits.raise_open_files_limit`): docs/deployment.md, "Bursts".
+    (:func:`a2a_toolcall.limits.raise_open_files_limit`), and with ``DB_THREAD_NICE`` the
+    nice value of the thread that does the app's batched database work
+    (:func:`a2a_toolcall.priority.lower_database_thread_priority`): docs/deployment.md,
+    "Bursts".
     """
     from django.conf import settings
 
     if settings.configured:
-        from .conf import gc_threshold, get_setting
+        from .conf import db_thread_nice, gc_threshold, get_setting
         from .limits import raise_open_files_limit
         from .memory import tune_gc
+        from .priority import lower_database_thread_priority
 
         tune_gc(gc_threshold())
         if get_setting("RAISE_OPEN_FILES_LIMIT") is True:
             raise_open_files_limit()
+        lower_database_thread_priority(db_thread_nice())
     return FlowControl(SharedThreads(application))
 
 

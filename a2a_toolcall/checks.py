@@ -653,7 +653,7 @@ def _asgi_chain_has(application: Any, kind: type, depth: int = 0) -> bool | None
     return None
 
 
-_NULLABLE_NUMBERS: Final = frozenset({"GC_GEN0_THRESHOLD", "STREAM_PACING"})
+_NULLABLE_NUMBERS: Final = frozenset({"GC_GEN0_THRESHOLD", "STREAM_PACING", "DB_THREAD_NICE"})
 
 
 def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
@@ -667,6 +667,7 @@ def _check_numbers(config: dict[str, Any]) -> list[CheckMessage]:
         ("STREAM_BUFFER_LIMIT", (int,), False),
         ("SYNC_THREADS", (int,), False),
         ("GC_GEN0_THRESHOLD", (int,), False),
+        ("DB_THREAD_NICE", (int,), False),
         ("FRAME_VALUE_LIMIT", (int,), False),
         ("TEXT_VALUE_LIMIT", (int,), False),
         ("LANGGRAPH_RECURSION_LIMIT", (int,), False),

@@ -83,6 +83,12 @@ DEFAULTS: Final[dict[str, Any]] = {
     # lower (CPython's is 700); None leaves the collector as it is (docs/deployment.md,
     # "Bursts").
     "GC_GEN0_THRESHOLD": 10_000,
+    # Raise the nice value of the thread that does the app's batched database work (asgiref's
+    # shared thread: the journal, task inserts, claims) by this much when
+    # a2a_toolcall.asgi.wrap() makes the ASGI application; Linux only. None leaves it alone.
+    # For one server process per core: less CPU per frame; with several busy processes on a
+    # core their tails grow (a2a_toolcall.priority, docs/deployment.md, "Bursts").
+    "DB_THREAD_NICE": None,
     # Raise the process's soft limit of open files (one per stream) to its hard limit when
     # a2a_toolcall.asgi.wrap() (get_asgi_application()) makes the ASGI application: 1,024, a
     # common soft limit, refuses a burst of more streams (a2a_toolcall.limits).
@@ -201,6 +207,15 @@ def gc_threshold() -> int | None:
     """``GC_GEN0_THRESHOLD`` when it is a positive int, else None (leave the collector alone;
     a wrong value is a2a_toolcall.E005's to report)."""
     value = get_setting("GC_GEN0_THRESHOLD")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def db_thread_nice() -> int | None:
+    """``DB_THREAD_NICE`` when it is a positive int, else None (leave the thread alone; a wrong
+    value is a2a_toolcall.E005's to report)."""
+    value = get_setting("DB_THREAD_NICE")
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return None

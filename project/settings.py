@@ -176,6 +176,9 @@ if os.environ.get("A2A_DEMO_RECORD_EVENTS") == "0":
     A2A_TOOLCALL["RECORD_EVENTS"] = False
 if os.environ.get("A2A_DEMO_STREAM_PACING") == "0":
     A2A_TOOLCALL["STREAM_PACING"] = None
+if os.environ.get("A2A_DEMO_DB_THREAD_NICE"):
+    # The database thread at a lower priority (bench/priority.py measures it).
+    A2A_TOOLCALL["DB_THREAD_NICE"] = int(os.environ["A2A_DEMO_DB_THREAD_NICE"])
 if A2A_TOOLCALL["DEFAULT_AGENT"] == "bench":
     # The benchmark streams frames only, as its peers do: no narration line per tool turn.
     A2A_TOOLCALL["HUMANIZER"] = "project.bench_agent.silent"

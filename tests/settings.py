@@ -183,6 +183,10 @@ A2A_TOOLCALL = {
     "PUSH_POLL_INTERVAL": float(os.environ.get("A2A_TEST_PUSH_POLL", "0.2")),
     "PUSH_SENDER": os.environ.get("A2A_TEST_PUSH_SENDER", "1") == "1",
     "RAISE_OPEN_FILES_LIMIT": os.environ.get("A2A_TEST_RAISE_OPEN_FILES", "1") == "1",
+    # tests/test_priority.py: the database thread at a lower priority (live servers only).
+    "DB_THREAD_NICE": int(os.environ["A2A_TEST_DB_THREAD_NICE"])
+    if os.environ.get("A2A_TEST_DB_THREAD_NICE")
+    else None,
 }
 
 # The demo's push receiver (project/push_receiver.py) takes this token.
