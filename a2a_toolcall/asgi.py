@@ -381,10 +381,10 @@ def wrap(application: ASGIApp) -> ASGIApp:
     the garbage collector's first threshold to ``GC_GEN0_THRESHOLD``
     (:func:`a2a_toolcall.memory.tune_gc`) and, with ``RAISE_OPEN_FILES_LIMIT``, the process's
     soft limit of open files to its hard limit
-    (:func:`a2a_toolcall.limits.raise_open_files_limit`), and with ``DB_THREAD_NICE`` the
-    nice value of the thread that does the app's batched database work
-    (:func:`a2a_toolcall.priority.lower_database_thread_priority`): docs/deployment.md,
-    "Bursts".
+    (:func:`a2a_toolcall.limits.raise_open_files_limit`): docs/deployment.md, "Bursts"; and
+    with ``DB_THREAD_NICE`` the nice value of the thread that does the app's batched database
+    work (:func:`a2a_toolcall.priority.lower_database_thread_priority`): docs/deployment.md,
+    "One process per core".
     """
     from django.conf import settings
 

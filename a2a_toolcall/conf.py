@@ -87,7 +87,7 @@ DEFAULTS: Final[dict[str, Any]] = {
     # shared thread: the journal, task inserts, claims) by this much when
     # a2a_toolcall.asgi.wrap() makes the ASGI application; Linux only. None leaves it alone.
     # For one server process per core: less CPU per frame; with several busy processes on a
-    # core their tails grow (a2a_toolcall.priority, docs/deployment.md, "Bursts").
+    # core their tails grow (a2a_toolcall.priority; docs/deployment.md, "One process per core").
     "DB_THREAD_NICE": None,
     # Raise the process's soft limit of open files (one per stream) to its hard limit when
     # a2a_toolcall.asgi.wrap() (get_asgi_application()) makes the ASGI application: 1,024, a

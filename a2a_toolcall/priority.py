@@ -28,6 +28,7 @@ import logging
 import os
 import sys
 import threading
+from concurrent.futures import Future
 from typing import Final
 
 __all__ = ["MAX_NICE", "lower_database_thread_priority", "thread_nice"]
@@ -50,22 +51,31 @@ def _lower_this_thread(by: int) -> tuple[int, int, int] | None:
     native_id = threading.get_native_id()
     if native_id in _lowered:
         return None
-    before = thread_nice(native_id)
-    after = min(MAX_NICE, before + by)
-    if after != before:
-        os.setpriority(os.PRIO_PROCESS, native_id, after)
+    try:
+        before = thread_nice(native_id)
+        after = min(MAX_NICE, before + by)
+        if after != before:
+            os.setpriority(os.PRIO_PROCESS, native_id, after)
+    except OSError as exc:
+        logger.warning("could not lower the database thread's priority: %s", exc)
+        return None
     _lowered.add(native_id)
+    logger.info("database thread %d: nice %d -> %d (DB_THREAD_NICE)", native_id, before, after)
     return native_id, before, after
 
 
-def lower_database_thread_priority(by: int | None) -> tuple[int, int, int] | None:
+def lower_database_thread_priority(
+    by: int | None,
+) -> Future[tuple[int, int, int] | None] | None:
     """Raise the nice value of asgiref's shared thread by ``by`` (at most to 19).
 
-    Returns ``(native thread id, nice before, nice after)`` when it set it, None when it did
-    nothing: ``by`` is None or not positive, the thread was lowered already, the platform is
-    not Linux (a warning is logged), or the system refused (logged). Starts the thread if
-    asgiref has not yet (it is one long-lived thread either way). Must not be called from that
-    thread itself.
+    The change is made by that thread itself, as its next piece of work (starting it if
+    asgiref has not yet: it is one long-lived thread either way). Nothing waits for it, so
+    this may be called from anywhere, that thread included (an ASGI module imported by sync
+    code run through ``sync_to_async``). Returns that work's future, whose result is
+    ``(native thread id, nice before, nice after)``, or None when the thread was lowered
+    already or the system refused (logged); returns None at once when there is nothing to do:
+    ``by`` is None or not positive, or the platform is not Linux (a warning is logged).
     """
     if by is None or isinstance(by, bool) or not isinstance(by, int) or by <= 0:
         return None
@@ -77,12 +87,4 @@ def lower_database_thread_priority(by: int | None) -> tuple[int, int, int] | Non
         return None
     from asgiref.sync import SyncToAsync
 
-    try:
-        done = SyncToAsync.single_thread_executor.submit(_lower_this_thread, by).result()
-    except OSError as exc:
-        logger.warning("could not lower the database thread's priority: %s", exc)
-        return None
-    if done is not None:
-        native_id, before, after = done
-        logger.info("database thread %d: nice %d -> %d (DB_THREAD_NICE)", native_id, before, after)
-    return done
+    return SyncToAsync.single_thread_executor.submit(_lower_this_thread, by)

@@ -36,7 +36,9 @@ from a2a_toolcall.asgi import get_asgi_application
 from a2a_toolcall.priority import lower_database_thread_priority
 get_asgi_application()
 again = lower_database_thread_priority(int(os.environ.get("AGAIN", "0")) or None)
-shared = SyncToAsync.single_thread_executor.submit(threading.get_native_id).result()
+again = again.result(timeout=20) if again is not None else "nothing"
+# The thread's work is done in order: once this is, so is the lowering.
+shared = SyncToAsync.single_thread_executor.submit(threading.get_native_id).result(timeout=20)
 nice = {tid: os.getpriority(os.PRIO_PROCESS, int(tid)) for tid in os.listdir("/proc/self/task")}
 print(json.dumps({"main": threading.get_native_id(), "shared": shared, "nice": nice,
                   "again": again}))
@@ -87,8 +89,33 @@ def test_it_is_lowered_once_and_never_past_19() -> None:
 
 def test_by_default_every_thread_keeps_the_process_priority() -> None:
     built, log = build()
+    assert built["again"] == "nothing"  # no setting: nothing submitted
     assert set(built["nice"].values()) == {0}
     assert "DB_THREAD_NICE" not in log
+
+
+def test_called_from_the_database_thread_itself_it_lowers_it_in_place() -> None:
+    # As when sync code run through sync_to_async imports the ASGI module: waiting on the
+    # thread from the thread would hang.
+    script = (
+        "import os, threading\n"
+        "from asgiref.sync import SyncToAsync\n"
+        "from a2a_toolcall.priority import lower_database_thread_priority\n"
+        "executor = SyncToAsync.single_thread_executor\n"
+        "inner = executor.submit(lower_database_thread_priority, 6).result(timeout=20)\n"
+        "done = inner.result(timeout=20)\n"
+        "tid = executor.submit(threading.get_native_id).result(timeout=20)\n"
+        "print(done[0] == tid, done[1:], os.getpriority(os.PRIO_PROCESS, tid))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.split() == ["True", "(0,", "6)", "6"]
 
 
 def test_elsewhere_than_linux_nothing_changes_and_it_is_said() -> None:
