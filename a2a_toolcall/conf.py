@@ -203,22 +203,23 @@ def get_setting(name: str) -> Any:
     return get_config()[name]
 
 
-def gc_threshold() -> int | None:
-    """``GC_GEN0_THRESHOLD`` when it is a positive int, else None (leave the collector alone;
-    a wrong value is a2a_toolcall.E005's to report)."""
-    value = get_setting("GC_GEN0_THRESHOLD")
+def _positive_int(name: str) -> int | None:
+    """Setting ``name`` when it is a positive int, else None (a wrong value is
+    a2a_toolcall.E005's to report)."""
+    value = get_setting(name)
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return None
+
+
+def gc_threshold() -> int | None:
+    """``GC_GEN0_THRESHOLD``, or None: leave the collector alone."""
+    return _positive_int("GC_GEN0_THRESHOLD")
 
 
 def db_thread_nice() -> int | None:
-    """``DB_THREAD_NICE`` when it is a positive int, else None (leave the thread alone; a wrong
-    value is a2a_toolcall.E005's to report)."""
-    value = get_setting("DB_THREAD_NICE")
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return None
+    """``DB_THREAD_NICE``, or None: leave the database thread's priority alone."""
+    return _positive_int("DB_THREAD_NICE")
 
 
 @receiver(setting_changed)

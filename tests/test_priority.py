@@ -45,9 +45,10 @@ print(json.dumps({"main": threading.get_native_id(), "shared": shared, "nice": n
 """
 
 
-def build(**env: str) -> tuple[dict[str, Any], str]:
-    done = subprocess.run(
-        [sys.executable, "-c", BUILD],
+def python(script: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``script`` run by a Python process of its own, with the test settings and ``env``."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
         cwd=ROOT,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", **env},
         capture_output=True,
@@ -55,6 +56,10 @@ def build(**env: str) -> tuple[dict[str, Any], str]:
         timeout=120,
         check=True,
     )
+
+
+def build(**env: str) -> tuple[dict[str, Any], str]:
+    done = python(BUILD, **env)
     return json.loads(done.stdout), done.stderr
 
 
@@ -107,15 +112,7 @@ def test_called_from_the_database_thread_itself_it_lowers_it_in_place() -> None:
         "tid = executor.submit(threading.get_native_id).result(timeout=20)\n"
         "print(done[0] == tid, done[1:], os.getpriority(os.PRIO_PROCESS, tid))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert done.stdout.split() == ["True", "(0,", "6)", "6"]
+    assert python(script).stdout.split() == ["True", "(0,", "6)", "6"]
 
 
 def test_elsewhere_than_linux_nothing_changes_and_it_is_said() -> None:
@@ -125,9 +122,7 @@ def test_elsewhere_than_linux_nothing_changes_and_it_is_said() -> None:
         "from a2a_toolcall.priority import lower_database_thread_priority\n"
         "print(lower_database_thread_priority(5))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
-    )
+    done = python(script)
     assert done.stdout.strip() == "None"
     assert "DB_THREAD_NICE is set but only works on Linux" in done.stderr
 
