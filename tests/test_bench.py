@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -141,3 +142,43 @@ def test_a_smoke_run_of_every_target(tmp_path: Path) -> None:
         assert figures["hold"][0]["streams"] == 5
     table = out.with_suffix(".md").read_text()
     assert "| a2a-toolcall, uvicorn |" in table and "| raw ASGI ceiling, uvicorn |" in table
+
+
+def test_the_floor_measures_every_target(tmp_path: Path) -> None:
+    # bench.floor times first events and holds streams on the app, on a plain Django streaming
+    # response of the same site and on the raw ceiling, and counts what the streams hold from
+    # the servers' own censuses.
+    out = tmp_path / "floor.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.floor",
+            "--streams",
+            "30",
+            "--objects",
+            "5",
+            "--c1",
+            "5",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    figures = {r["target"]: r for r in json.loads(out.read_text())}
+    assert list(figures) == ["app", "floor", "raw"]
+    for r in figures.values():
+        assert r["held"] == 30 and not r["failures"]
+        assert r["threads_added"] <= 0  # no thread per stream
+        assert 0 < r["first_event_c1_p50_ms"] < 1000
+    # The census sees what each holds: the app runs an agent, a recorder and a stream per task
+    # (tasks of its own beyond the request's), the floor only Django's request and response.
+    assert figures["app"]["tasks_per_stream"] > figures["floor"]["tasks_per_stream"] >= 1
+    assert any("bench_agent" in kind for kind in figures["app"]["kinds"])
+    assert not any("bench_agent" in kind for kind in figures["floor"]["kinds"])
+    assert re.search(r"^\| app \| [0-9.]+ \| 30/30 \|", result.stdout, re.M)
+    assert re.search(r"^\| floor \| [0-9.]+ \| 30/30 \|", result.stdout, re.M)
