@@ -507,9 +507,19 @@ class Bus:
                 return request
             logger.warning("dropping a malformed work request: %.200r", message)
 
-    def subscribe(self, cid: str, topics: Iterable[str]) -> Subscription:
-        """Subscribe to ``topics`` of task ``cid``: ``async with bus.subscribe(...) as sub``."""
-        return Subscription(self.layer, cid, tuple(topics))
+    def subscribe(
+        self,
+        cid: str,
+        topics: Iterable[str],
+        *,
+        on_envelope: Callable[[Envelope], None] | None = None,
+    ) -> Subscription:
+        """Subscribe to ``topics`` of task ``cid``: ``async with bus.subscribe(...) as sub``.
+
+        ``on_envelope``: where the layer can call back (the app's in-memory layer), each
+        envelope is passed to it as it arrives and none is to be read with ``get``
+        (:attr:`Subscription.calls_back`); elsewhere it is ignored, and the subscriber reads."""
+        return Subscription(self.layer, cid, tuple(topics), on_envelope)
 
     def publisher(self, cid: str, *, first_seq: int = 1) -> TaskPublisher:
         """A publisher for task ``cid`` that numbers its envelopes from ``first_seq``."""
@@ -882,6 +892,11 @@ class Subscription:
     group and ends the pending receive, so no membership outlives the subscriber. One receive
     is kept pending across :meth:`get` timeouts, and it is ended by a wake-up message rather
     than cancelled: cancelling a layer ``receive()`` loses messages on the Redis layers.
+
+    With ``on_envelope``, on a layer that can call back (``new_callback_channel``: the app's
+    in-memory layer), the channel is one whose messages are handed to ``on_envelope``, an
+    envelope at a time, instead of queued: nothing reads, no task waits (:attr:`calls_back`;
+    :meth:`get` is then refused). What ``on_envelope`` raises is logged.
     """
 
     __slots__ = (
@@ -889,15 +904,23 @@ class Subscription:
         "_batched",
         "_closed",
         "_joined",
+        "_on_envelope",
         "_pending",
         "_woken",
+        "calls_back",
         "channel",
         "cid",
         "groups",
         "layer",
     )
 
-    def __init__(self, layer: BaseChannelLayer, cid: str, topics: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        layer: BaseChannelLayer,
+        cid: str,
+        topics: tuple[str, ...],
+        on_envelope: Callable[[Envelope], None] | None = None,
+    ) -> None:
         if not topics:
             raise ValueError("subscribe to at least one topic")
         self.layer = layer
@@ -910,18 +933,26 @@ class Subscription:
         self._closed = False
         self._woken = False
         self._alarm = Alarm()
+        self._on_envelope = on_envelope
+        self.calls_back = False
+        """Envelopes go to ``on_envelope`` as they arrive; :meth:`get` is not for this one."""
 
     async def wake(self) -> None:
         """Make a :meth:`get` that is waiting (or the next one) return None now: its caller
         has something else to look at."""
-        if self._closed or self.channel is None:
+        if self._closed or self.channel is None or self.calls_back:
             return
         self._woken = True
         await self.layer.send(self.channel, {"type": _WAKEUP_TYPE})
 
     async def __aenter__(self) -> Subscription:
-        async with _operation_slot(self.layer):
-            self.channel = await self.layer.new_channel()
+        calling = getattr(self.layer, "new_callback_channel", None)
+        if self._on_envelope is not None and calling is not None:
+            self.channel = calling(self._called_back)
+            self.calls_back = True
+        else:
+            async with _operation_slot(self.layer):
+                self.channel = await self.layer.new_channel()
         try:
             for group in self.groups:
                 async with _operation_slot(self.layer):
@@ -954,12 +985,41 @@ class Subscription:
                     await self.layer.group_discard(group, self.channel)
             except Exception:
                 logger.exception("could not leave group %s", group)
+        if self.calls_back:
+            self.layer.discard_callback(self.channel)  # type: ignore[attr-defined]
+            return
         pending, self._pending = self._pending, None
         if pending is not None:
             await self._drain(pending)
         discard = getattr(self.layer, "discard_waiter", None)
         if discard is not None:
             discard(self.channel)
+
+    def _called_back(self, message: dict[str, Any]) -> None:
+        """A message on the callback channel: its envelopes of this task to ``on_envelope``."""
+        if self._closed or message.get("type") == _WAKEUP_TYPE:
+            return
+        try:
+            if message.get("type") == BATCH_TYPE:
+                envelopes = envelopes_from_batch(message)
+            else:
+                envelopes = [Envelope.from_message(message)]
+        except ValueError as exc:
+            logger.warning("dropping a malformed bus message (%s): %.200r", exc, message)
+            return
+        assert self._on_envelope is not None
+        for envelope in envelopes:
+            if envelope.cid != self.cid:
+                logger.error(
+                    "dropping an envelope of task %s received on a subscription of task %s",
+                    envelope.cid,
+                    self.cid,
+                )
+                continue
+            try:
+                self._on_envelope(envelope)
+            except Exception:
+                logger.exception("task %s: could not handle %.200r", self.cid, envelope)
 
     async def _drain(self, pending: asyncio.Task[dict[str, Any]]) -> None:
         # End the pending receive by sending our own channel a wake-up message rather than by
@@ -993,6 +1053,8 @@ class Subscription:
         """The next envelope of this task, or None if ``timeout`` seconds pass first."""
         if self._closed or self.channel is None:
             raise RuntimeError("the subscription is not open")
+        if self.calls_back:
+            raise RuntimeError("this subscription hands its envelopes to on_envelope")
         if self._batched:
             return self._batched.pop(0)
         nowait = getattr(self.layer, "receive_nowait", None)

@@ -14,7 +14,11 @@ semantics (capacity, message expiry, group expiry, ``ChannelFull``) and drops th
 - ``group_send`` puts the message on each member's queue directly;
 - ``receive_nowait(channel)`` takes a waiting message without a task, and
   ``message_waiter(channel)`` is a future done once one waits (the bus uses both: a stream
-  waiting for its next message costs a future, not a task and a queue).
+  waiting for its next message costs a future, not a task and a queue);
+- ``new_callback_channel(callback)`` makes a channel whose messages are handed to
+  ``callback`` in a later turn of the event loop instead of queued: a reader that only reacts
+  to messages (a running task's control messages, in the runtime) costs no task waiting on a
+  queue.
 
 Use it as the layer's ``BACKEND``::
 
@@ -24,14 +28,19 @@ Use it as the layer's ``BACKEND``::
 from __future__ import annotations
 
 import asyncio
+import itertools
+import logging
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer as _StockInMemoryChannelLayer
 
 __all__ = ["DEFAULT_CAPACITY", "InMemoryChannelLayer"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY = 1000
 """Messages a channel holds (channels' own default is 100). Each stream's subscription is a
@@ -64,6 +73,8 @@ class InMemoryChannelLayer(_StockInMemoryChannelLayer):
         self.sweep_interval = sweep_interval
         self._next_sweep = 0.0
         self._waiters: dict[str, asyncio.Future[None]] = {}
+        self._callbacks: dict[str, Callable[[dict[str, Any]], None]] = {}
+        self._callback_numbers = itertools.count(1)
 
     def _sweep(self) -> None:
         now = time.monotonic()
@@ -72,6 +83,12 @@ class InMemoryChannelLayer(_StockInMemoryChannelLayer):
             self._clean_expired()  # type: ignore[attr-defined]
 
     def _put(self, channel: str, message: dict[str, Any]) -> None:
+        callback = self._callbacks.get(channel)
+        if callback is not None:
+            # Later, not now: the sender goes on as after a queued message, and the callback
+            # runs in a loop turn of its own, as a reader woken by the message would.
+            asyncio.get_running_loop().call_soon(self._call_back, channel, callback, message)
+            return
         queue = self.channels.get(channel)
         if queue is None:
             queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
@@ -82,6 +99,35 @@ class InMemoryChannelLayer(_StockInMemoryChannelLayer):
         waiter = self._waiters.pop(channel, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def new_callback_channel(
+        self, callback: Callable[[dict[str, Any]], None], prefix: str = "specific"
+    ) -> str:
+        """A new channel whose every message is passed to ``callback`` (called on the event
+        loop, in a turn of its own, in the order the messages were sent) instead of queued.
+
+        Not part of the channel layer API. Such a channel has no queue: nothing waits on it,
+        no capacity applies, and ``receive`` on it would wait forever. It joins and leaves
+        groups as any channel does; :meth:`discard_callback` ends it (messages sent to it
+        afterwards, or still on their way, are dropped). What ``callback`` raises is logged.
+        """
+        channel = f"{prefix}.inmemory!cb{next(self._callback_numbers)}"
+        self._callbacks[channel] = callback
+        return channel
+
+    def discard_callback(self, channel: str) -> None:
+        """End a channel of :meth:`new_callback_channel`: its callback is called no more."""
+        self._callbacks.pop(channel, None)
+
+    def _call_back(
+        self, channel: str, callback: Callable[[dict[str, Any]], None], message: dict[str, Any]
+    ) -> None:
+        if self._callbacks.get(channel) is not callback:
+            return  # discarded meanwhile
+        try:
+            callback(message)
+        except Exception:
+            logger.exception("the callback of channel %s failed on %.200r", channel, message)
 
     def message_waiter(self, channel: str) -> asyncio.Future[None]:
         """A future that is done once a message waits on ``channel`` (at once if one does).
@@ -140,6 +186,10 @@ class InMemoryChannelLayer(_StockInMemoryChannelLayer):
         if queue.empty():
             del self.channels[channel]
         return message
+
+    async def flush(self) -> None:
+        await super().flush()
+        self._callbacks.clear()
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         """Put ``message`` on the queue of every member of ``group`` (full ones drop it)."""

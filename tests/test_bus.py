@@ -496,3 +496,93 @@ async def test_a_core_layer_subclass_sends_work_its_own_way() -> None:
     finally:
         await layer.flush()
         await layer.close_pools()
+
+
+async def test_a_callback_subscription_hands_envelopes_over_without_a_reader(
+    layer: BaseChannelLayer,
+) -> None:
+    # With on_envelope, the app's in-memory layer calls back with each envelope (no task waits
+    # on a queue); every other layer is read as before, on_envelope or not.
+    bus = Bus(layer)
+    cid, other = uuid.uuid4().hex, uuid.uuid4().hex
+    got: list[Envelope] = []
+    calls_back = isinstance(layer, FastInMemoryChannelLayer)
+    async with bus.subscribe(cid, [TOPIC_PROGRESS, TOPIC_RESPONSE], on_envelope=got.append) as sub:
+        assert sub.calls_back is calls_back
+        assert await memberships(layer, group_name(TOPIC_PROGRESS, cid)) == {sub.channel}
+        await bus.publish(TOPIC_PROGRESS, cid, {"text": "a"}, seq=1)
+        await bus.publish(TOPIC_RESPONSE, cid, {"text": "b"}, seq=2)
+        await bus.send_envelopes(
+            [Envelope(TOPIC_PROGRESS, cid, seq, 0.0, {"n": seq}) for seq in (3, 4, 5)]
+        )
+        if calls_back:
+            assert got == []  # handed over in later loop turns, never inside the send
+            for _ in range(100):
+                if len(got) == 5:
+                    break
+                await asyncio.sleep(0.01)
+            with pytest.raises(RuntimeError, match="on_envelope"):
+                await sub.get(timeout=0)
+            # A message of another task or a malformed one on the channel is dropped, logged.
+            await layer.send(sub.channel, Envelope(TOPIC_PROGRESS, other, 9, 0.0, {}).to_message())
+            await layer.send(sub.channel, {"type": b.ENVELOPE_TYPE, "topic": 1})
+            await asyncio.sleep(0.01)
+        else:
+            while len(got) < 5:
+                envelope = await sub.get(timeout=5)
+                assert envelope is not None
+                got.append(envelope)
+        assert [e.seq for e in got] == [1, 2, 3, 4, 5]
+        assert [e.topic for e in got] == [TOPIC_PROGRESS, TOPIC_RESPONSE, *[TOPIC_PROGRESS] * 3]
+    # Left: no membership, and nothing is handed over any more.
+    assert await memberships(layer, group_name(TOPIC_PROGRESS, cid)) == set()
+    await bus.publish(TOPIC_PROGRESS, cid, {"text": "late"}, seq=6)
+    await asyncio.sleep(0.02)
+    assert len(got) == 5
+
+
+async def test_a_callback_that_raises_is_logged_and_the_next_envelope_still_comes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    layer = FastInMemoryChannelLayer()
+    bus = Bus(layer)
+    cid = uuid.uuid4().hex
+    got: list[int] = []
+
+    def handle(envelope: Envelope) -> None:
+        if envelope.seq == 1:
+            raise ValueError("a bad control message")
+        got.append(envelope.seq)
+
+    async with bus.subscribe(cid, [TOPIC_PROGRESS], on_envelope=handle) as sub:
+        assert sub.calls_back
+        await bus.publish(TOPIC_PROGRESS, cid, {}, seq=1)  # the sender is not disturbed
+        await bus.publish(TOPIC_PROGRESS, cid, {}, seq=2)
+        await asyncio.sleep(0.01)
+    assert got == [2]
+    assert "could not handle" in caplog.text and "a bad control message" in caplog.text
+
+
+async def test_callback_channels_of_the_in_memory_layer() -> None:
+    layer = FastInMemoryChannelLayer(capacity=2)
+    got: list[dict[str, Any]] = []
+    channel = layer.new_callback_channel(got.append)
+    assert channel != layer.new_callback_channel(got.append)
+    await layer.group_add("g", channel)
+    for n in range(5):  # no queue, so no capacity: nothing is dropped
+        await layer.group_send("g", {"type": "t", "n": n})
+    layer.group_send_nowait("g", {"type": "t", "n": 5})
+    await layer.send(channel, {"type": "t", "n": 6})
+    assert got == [] and channel not in layer.channels
+    await asyncio.sleep(0)
+    assert [m["n"] for m in got] == [0, 1, 2, 3, 4, 5, 6]  # in the order sent
+    await layer.group_send("g", {"type": "t", "n": 7})
+    layer.discard_callback(channel)  # a message on its way when it ends is dropped
+    await layer.send(channel, {"type": "t", "n": 8})
+    await asyncio.sleep(0)
+    assert [m["n"] for m in got] == [0, 1, 2, 3, 4, 5, 6]
+    fresh = layer.new_callback_channel(got.append)
+    await layer.flush()
+    await layer.send(fresh, {"type": "t", "n": 9})  # after a flush it is an ordinary channel
+    await asyncio.sleep(0)
+    assert len(got) == 7 and layer.receive_nowait(fresh) == {"type": "t", "n": 9}

@@ -91,6 +91,30 @@ async def test_a_task_publishes_in_emission_order_with_consecutive_seq(
     assert len(timeline.completed) == 2 and len(timeline.failed) == 1
 
 
+async def test_control_messages_need_no_waiting_task_on_the_apps_in_memory_layer(
+    layer: BaseChannelLayer,
+) -> None:
+    # A running task's cancels, answers and resend requests are handed to it by the app's
+    # in-memory layer as they come (a task fewer per running task); other layers are read by
+    # a watcher task. Either way the cancel stops the agent.
+    from a2a_toolcall.layers import InMemoryChannelLayer as FastInMemoryChannelLayer
+
+    bus = Bus(layer)
+    runtime = make_runtime(bus)
+    work = request("park", agent="parked", seconds=60)
+    async with TaskRecorder(bus, work["cid"]) as recorder:
+        running = asyncio.ensure_future(runtime.run(work))
+        await recorder.wait_for(TOPIC_TOOLFRAME)
+        watchers = [
+            t for t in asyncio.all_tasks() if "_TaskRun._watch" in t.get_coro().__qualname__
+        ]
+        assert len(watchers) == (0 if isinstance(layer, FastInMemoryChannelLayer) else 1)
+        await recorder.cancel("stop")
+        run = await recorder.wait(10)
+        await asyncio.wait_for(running, 10)
+        assert run.response == {"status": "canceled", "reason": "stop"}
+
+
 async def test_cancel_really_stops_the_agent(layer: BaseChannelLayer) -> None:
     bus = Bus(layer)
     runtime = make_runtime(bus)

@@ -215,7 +215,9 @@ class _TaskRun:
     # --- lifecycle --------------------------------------------------------------------------
 
     async def execute(self) -> dict[str, Any]:
-        control = self.runtime.bus.subscribe(self.cid, CONTROL_TOPICS)
+        # On the app's in-memory layer the control messages are handed to _on_control as they
+        # arrive (no task waits for them); elsewhere a watcher task reads them.
+        control = self.runtime.bus.subscribe(self.cid, CONTROL_TOPICS, on_envelope=self._control)
         await control.__aenter__()
         watcher: asyncio.Task[None] | None = None
         try:
@@ -233,7 +235,8 @@ class _TaskRun:
                 },
             )
             self.driver = asyncio.ensure_future(self._drive())
-            watcher = asyncio.ensure_future(self._watch(control))
+            if not control.calls_back:
+                watcher = asyncio.ensure_future(self._watch(control))
             try:
                 response = await self.driver
             except asyncio.CancelledError:
@@ -308,10 +311,13 @@ class _TaskRun:
 
     async def _watch(self, control: Subscription) -> None:
         async for envelope in control:
-            try:
-                self._on_control(envelope)
-            except Exception:
-                logger.exception("task %s: bad control message %.200r", self.cid, envelope)
+            self._control(envelope)
+
+    def _control(self, envelope: Envelope) -> None:
+        try:
+            self._on_control(envelope)
+        except Exception:
+            logger.exception("task %s: bad control message %.200r", self.cid, envelope)
 
     def _on_control(self, envelope: Envelope) -> None:
         payload = envelope.payload
@@ -790,7 +796,9 @@ class Runtime:
         finally:
             self._runs.pop(cid, None)
 
-    def _linger(self, run: _TaskRun, control: Subscription, watcher: asyncio.Task[None]) -> None:
+    def _linger(
+        self, run: _TaskRun, control: Subscription, watcher: asyncio.Task[None] | None
+    ) -> None:
         # Until the consumer has every envelope the task stays held (its lease renewed): the
         # runtime is still what the task's recording depends on.
         self._lingering_ids.add(run.cid)
