@@ -999,23 +999,8 @@ class Subscription:
         """A message on the callback channel: its envelopes of this task to ``on_envelope``."""
         if self._closed or message.get("type") == _WAKEUP_TYPE:
             return
-        try:
-            if message.get("type") == BATCH_TYPE:
-                envelopes = envelopes_from_batch(message)
-            else:
-                envelopes = [Envelope.from_message(message)]
-        except ValueError as exc:
-            logger.warning("dropping a malformed bus message (%s): %.200r", exc, message)
-            return
         assert self._on_envelope is not None
-        for envelope in envelopes:
-            if envelope.cid != self.cid:
-                logger.error(
-                    "dropping an envelope of task %s received on a subscription of task %s",
-                    envelope.cid,
-                    self.cid,
-                )
-                continue
+        for envelope in self._envelopes(message):
             try:
                 self._on_envelope(envelope)
             except Exception:
@@ -1084,27 +1069,31 @@ class Subscription:
                     self._woken = False
                     return None
                 continue
-            try:
-                if kind == BATCH_TYPE:
-                    batch = envelopes_from_batch(message)
-                    if not batch:
-                        continue
-                    if batch[0].cid == self.cid:
-                        self._batched.extend(batch[1:])
-                    envelope = batch[0]
-                else:
-                    envelope = Envelope.from_message(message)
-            except ValueError as exc:
-                logger.warning("dropping a malformed bus message (%s): %.200r", exc, message)
+            envelopes = self._envelopes(message)
+            if not envelopes:
                 continue
-            if envelope.cid != self.cid:
-                logger.error(
-                    "dropping an envelope of task %s received on a subscription of task %s",
-                    envelope.cid,
-                    self.cid,
-                )
-                continue
-            return envelope
+            self._batched.extend(envelopes[1:])
+            return envelopes[0]
+
+    def _envelopes(self, message: Mapping[str, Any]) -> list[Envelope]:
+        """The envelopes of a layer message (an envelope, or a batch of one task's), none if
+        it is malformed or of another task (either is logged)."""
+        try:
+            if message.get("type") == BATCH_TYPE:
+                envelopes = envelopes_from_batch(message)
+            else:
+                envelopes = [Envelope.from_message(message)]
+        except ValueError as exc:
+            logger.warning("dropping a malformed bus message (%s): %.200r", exc, message)
+            return []
+        if envelopes and envelopes[0].cid != self.cid:  # a batch is of one task
+            logger.error(
+                "dropping an envelope of task %s received on a subscription of task %s",
+                envelopes[0].cid,
+                self.cid,
+            )
+            return []
+        return envelopes
 
     async def _await_message(self, waiter: asyncio.Future[None], timeout: float | None) -> bool:
         """Wait for ``waiter`` (a layer's ``message_waiter``); False when ``timeout`` passes."""

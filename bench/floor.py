@@ -53,7 +53,7 @@ from typing import Any
 import httpx
 
 from bench.load import HEADERS, open_burst, request_body
-from bench.run import ROOT, free_port, rss_kib, threads
+from bench.run import ROOT, free_port, rss_kib, threads, uvicorn_options
 
 TARGETS = {
     "app": ("project.settings", "project.asgi:application", "/a2a/", "bench k=1 pad=200"),
@@ -124,21 +124,7 @@ def serving(name: str, workdir: Path, core: int) -> Iterator[Server]:
     port = free_port()
     log = (workdir / f"{name}.log").open("ab")
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bench.census_server",
-            "--port",
-            str(port),
-            "--backlog",
-            "2048",
-            "--lifespan",
-            "off",
-            "--no-access-log",
-            "--log-level",
-            "warning",
-            application,
-        ],
+        [sys.executable, "-m", "bench.census_server", *uvicorn_options(port, application)],
         cwd=ROOT,
         env=env,
         stdout=log,

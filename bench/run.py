@@ -243,6 +243,22 @@ def _pin(core: int | None) -> Any:
     return setup
 
 
+def uvicorn_options(port: int, application: str, *, lifespan: bool = False) -> list[str]:
+    """uvicorn's arguments for a target: a backlog large enough for a burst, warnings only,
+    no access log; the lifespan protocol off unless ``lifespan`` (Django's handler has none)."""
+    return [
+        "--port",
+        str(port),
+        "--backlog",
+        "2048",
+        *(() if lifespan else ("--lifespan", "off")),
+        "--no-access-log",
+        "--log-level",
+        "warning",
+        application,
+    ]
+
+
 def start(target: Target, workdir: Path, core: int | None) -> None:
     """Start the target's processes and wait until it answers."""
     target.port = free_port()
@@ -284,16 +300,7 @@ def start(target: Target, workdir: Path, core: int | None) -> None:
                 sys.executable,
                 "-m",
                 "uvicorn",
-                "--port",
-                str(target.port),
-                "--backlog",
-                "2048",
-                "--lifespan",
-                "off",
-                "--no-access-log",
-                "--log-level",
-                "warning",
-                "project.asgi:application",
+                *uvicorn_options(target.port, "project.asgi:application"),
             ]
     elif target.kind == "sdk":
         server = [sys.executable, "-m", "bench.sdk_server", "--port", str(target.port)]
@@ -302,14 +309,7 @@ def start(target: Target, workdir: Path, core: int | None) -> None:
             sys.executable,
             "-m",
             "uvicorn",
-            "--port",
-            str(target.port),
-            "--backlog",
-            "2048",
-            "--no-access-log",
-            "--log-level",
-            "warning",
-            "bench.raw_asgi:app",
+            *uvicorn_options(target.port, "bench.raw_asgi:app", lifespan=True),
         ]
     commands = [server] + [[sys.executable, "manage.py", "a2a_worker"]] * target.workers
     for i, command in enumerate(commands):
