@@ -513,13 +513,16 @@ class Bus:
         topics: Iterable[str],
         *,
         on_envelope: Callable[[Envelope], None] | None = None,
+        offer: Callable[[Envelope], bool] | None = None,
     ) -> Subscription:
         """Subscribe to ``topics`` of task ``cid``: ``async with bus.subscribe(...) as sub``.
 
         ``on_envelope``: where the layer can call back (the app's in-memory layer), each
         envelope is passed to it as it arrives and none is to be read with ``get``
-        (:attr:`Subscription.calls_back`); elsewhere it is ignored, and the subscriber reads."""
-        return Subscription(self.layer, cid, tuple(topics), on_envelope)
+        (:attr:`Subscription.calls_back`); elsewhere it is ignored, and the subscriber reads.
+        ``offer``: on such a layer, an envelope arriving while ``get`` waits is offered to it
+        first, in the sender's call (:attr:`Subscription.offers`); elsewhere it is ignored."""
+        return Subscription(self.layer, cid, tuple(topics), on_envelope, offer)
 
     def publisher(self, cid: str, *, first_seq: int = 1) -> TaskPublisher:
         """A publisher for task ``cid`` that numbers its envelopes from ``first_seq``."""
@@ -897,21 +900,33 @@ class Subscription:
     in-memory layer), the channel is one whose messages are handed to ``on_envelope``, an
     envelope at a time, instead of queued: nothing reads, no task waits (:attr:`calls_back`;
     :meth:`get` is then refused). What ``on_envelope`` raises is logged.
+
+    With ``offer``, on such a layer, the subscriber reads with :meth:`get` as usual, but an
+    envelope that arrives while a :meth:`get` is waiting and nothing is ahead of it is first
+    offered to ``offer``, at once, inside the publisher's send: ``offer(envelope)`` returns
+    True when it took the envelope (then :meth:`get` never sees it), False, having done
+    nothing, when it leaves it to :meth:`get`. The subscriber so handles what it can without
+    a loop turn and a wake-up of its own (:attr:`offers`). What ``offer`` raises is logged and
+    raised by the next :meth:`get`.
     """
 
     __slots__ = (
         "_alarm",
         "_batched",
         "_closed",
+        "_failure",
         "_joined",
+        "_offer",
         "_on_envelope",
         "_pending",
+        "_waiter",
         "_woken",
         "calls_back",
         "channel",
         "cid",
         "groups",
         "layer",
+        "offers",
     )
 
     def __init__(
@@ -920,9 +935,12 @@ class Subscription:
         cid: str,
         topics: tuple[str, ...],
         on_envelope: Callable[[Envelope], None] | None = None,
+        offer: Callable[[Envelope], bool] | None = None,
     ) -> None:
         if not topics:
             raise ValueError("subscribe to at least one topic")
+        if on_envelope is not None and offer is not None:
+            raise ValueError("a subscription takes on_envelope or offer, not both")
         self.layer = layer
         self.cid = cid
         self.groups = [group_name(topic, cid) for topic in topics]
@@ -934,8 +952,13 @@ class Subscription:
         self._woken = False
         self._alarm = Alarm()
         self._on_envelope = on_envelope
+        self._offer = offer
+        self._waiter: asyncio.Future[None] | None = None  # a get() waiting (offers)
+        self._failure: BaseException | None = None  # what offer raised, for get() (offers)
         self.calls_back = False
         """Envelopes go to ``on_envelope`` as they arrive; :meth:`get` is not for this one."""
+        self.offers = False
+        """Envelopes arriving while :meth:`get` waits are offered to ``offer`` first."""
 
     async def wake(self) -> None:
         """Make a :meth:`get` that is waiting (or the next one) return None now: its caller
@@ -943,6 +966,9 @@ class Subscription:
         if self._closed or self.channel is None or self.calls_back:
             return
         self._woken = True
+        if self.offers:
+            self._ring()
+            return
         await self.layer.send(self.channel, {"type": _WAKEUP_TYPE})
 
     async def __aenter__(self) -> Subscription:
@@ -950,6 +976,9 @@ class Subscription:
         if self._on_envelope is not None and calling is not None:
             self.channel = calling(self._called_back)
             self.calls_back = True
+        elif self._offer is not None and calling is not None:
+            self.channel = calling(self._offered, immediate=True)
+            self.offers = True
         else:
             async with _operation_slot(self.layer):
                 self.channel = await self.layer.new_channel()
@@ -985,8 +1014,9 @@ class Subscription:
                     await self.layer.group_discard(group, self.channel)
             except Exception:
                 logger.exception("could not leave group %s", group)
-        if self.calls_back:
+        if self.calls_back or self.offers:
             self.layer.discard_callback(self.channel)  # type: ignore[attr-defined]
+            self._ring()
             return
         pending, self._pending = self._pending, None
         if pending is not None:
@@ -1005,6 +1035,53 @@ class Subscription:
                 self._on_envelope(envelope)
             except Exception:
                 logger.exception("task %s: could not handle %.200r", self.cid, envelope)
+
+    def _offered(self, message: dict[str, Any]) -> None:
+        """A message on the channel of an offering subscription (in the sender's call): each
+        envelope offered while a get() waits with nothing ahead of it, else kept for get()."""
+        if self._closed or message.get("type") == _WAKEUP_TYPE:
+            return
+        offer = self._offer
+        assert offer is not None
+        for envelope in self._envelopes(message):
+            waiter = self._waiter
+            if not self._batched and waiter is not None and not waiter.done():
+                try:
+                    if offer(envelope):
+                        continue
+                except Exception as exc:
+                    logger.exception("task %s: could not take %.200r", self.cid, envelope)
+                    self._failure = exc
+            self._batched.append(envelope)
+            self._ring()
+
+    def _ring(self) -> None:
+        """End the wait of a get() of an offering subscription (it looks again)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _get_offered(self, timeout: float | None) -> Envelope | None:
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            if self._failure is not None:
+                raise self._failure
+            if self._batched:
+                return self._batched.pop(0)
+            if self._woken:
+                self._woken = False
+                return None
+            if self._closed or (deadline is not None and loop.time() >= deadline):
+                return None
+            waiter = self._waiter = loop.create_future()
+            if deadline is not None:
+                self._alarm.set(loop, deadline, self._ring)
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+                self._alarm.clear()
 
     async def _drain(self, pending: asyncio.Task[dict[str, Any]]) -> None:
         # End the pending receive by sending our own channel a wake-up message rather than by
@@ -1040,6 +1117,8 @@ class Subscription:
             raise RuntimeError("the subscription is not open")
         if self.calls_back:
             raise RuntimeError("this subscription hands its envelopes to on_envelope")
+        if self.offers:
+            return await self._get_offered(timeout)
         if self._batched:
             return self._batched.pop(0)
         nowait = getattr(self.layer, "receive_nowait", None)
@@ -1184,6 +1263,7 @@ class TaskStream:
         "on_stall",
         "paced",
         "probe_after",
+        "take_now",
         "window",
     )
 
@@ -1210,6 +1290,13 @@ class TaskStream:
         acknowledgement (the consumer looks again at what holds it back)."""
         self.window: int | None = None
         """The window the consumer chose for the task's publisher (:meth:`set_window`)."""
+        self.take_now: Callable[[Envelope], bool] | None = None
+        """On the app's in-memory layer: the consumer's handler of the next envelope, called
+        inside the publisher's send while the consumer waits in :meth:`get` (nothing ahead
+        of the envelope, nothing missing before it): True when it handled the envelope (then
+        :meth:`get` does not return it), False, having done nothing, to have it from
+        :meth:`get` as usual. The consumer so handles what it can in the publisher's turn,
+        with no wake-up of its own."""
         if self.local:
             _local_consumers[cid] = self
         self.expected = 1
@@ -1217,7 +1304,7 @@ class TaskStream:
         self.lost_after = lost_after
         self.first_wait = first_wait
         self.ack_every = ack_every
-        self._subscription = bus.subscribe(cid, (*STREAM_TOPICS, *also))
+        self._subscription = bus.subscribe(cid, (*STREAM_TOPICS, *also), offer=self._offer)
         self._early: dict[int, Envelope] = {}
         self._control_seq = itertools.count(1)
         self._heard_at = 0.0
@@ -1320,6 +1407,28 @@ class TaskStream:
                     await self._control({"from": self.expected})
                 continue
             return await self._deliver(envelope)
+
+    def _offer(self, envelope: Envelope) -> bool:
+        """An envelope arriving while :meth:`get` waits (the subscription's ``offer``): to
+        :attr:`take_now` if it is the next one of the runtime's, else left to :meth:`get`."""
+        take = self.take_now
+        if (
+            take is None
+            or not self.local
+            or envelope.seq != self.expected
+            or self._early
+            or self._expired is not None
+            or envelope.topic in self.also
+            or envelope.topic == TOPIC_SYNC
+            or not take(envelope)
+        ):
+            return False
+        self._heard_at = asyncio.get_running_loop().time()
+        self._heard_anything = True
+        self.expected = envelope.seq + 1
+        if not self.paced:
+            self.acknowledge(envelope.seq)
+        return True
 
     async def _deliver(self, envelope: Envelope) -> Envelope:
         self.expected = envelope.seq + 1

@@ -18,7 +18,8 @@ semantics (capacity, message expiry, group expiry, ``ChannelFull``) and drops th
 - ``new_callback_channel(callback)`` makes a channel whose messages are handed to
   ``callback`` in a later turn of the event loop instead of queued: a reader that only reacts
   to messages (a running task's control messages, in the runtime) costs no task waiting on a
-  queue.
+  queue; with ``immediate=True``, inside the send itself (a recorder takes a tool frame in
+  the agent's own turn).
 
 Use it as the layer's ``BACKEND``::
 
@@ -74,6 +75,7 @@ class InMemoryChannelLayer(_StockInMemoryChannelLayer):
         self._next_sweep = 0.0
         self._waiters: dict[str, asyncio.Future[None]] = {}
         self._callbacks: dict[str, Callable[[dict[str, Any]], None]] = {}
+        self._immediate: set[str] = set()
         self._callback_numbers = itertools.count(1)
 
     def _sweep(self) -> None:
@@ -85,9 +87,12 @@ class InMemoryChannelLayer(_StockInMemoryChannelLayer):
     def _put(self, channel: str, message: dict[str, Any]) -> None:
         callback = self._callbacks.get(channel)
         if callback is not None:
-            # Later, not now: the sender goes on as after a queued message, and the callback
-            # runs in a loop turn of its own, as a reader woken by the message would.
-            asyncio.get_running_loop().call_soon(self._call_back, channel, callback, message)
+            if channel in self._immediate:
+                self._call_back(channel, callback, message)
+            else:
+                # Later, not now: the sender goes on as after a queued message, and the
+                # callback runs in a loop turn of its own, as a reader woken by it would.
+                asyncio.get_running_loop().call_soon(self._call_back, channel, callback, message)
             return
         queue = self.channels.get(channel)
         if queue is None:
@@ -101,23 +106,35 @@ class InMemoryChannelLayer(_StockInMemoryChannelLayer):
             waiter.set_result(None)
 
     def new_callback_channel(
-        self, callback: Callable[[dict[str, Any]], None], prefix: str = "specific"
+        self,
+        callback: Callable[[dict[str, Any]], None],
+        prefix: str = "specific",
+        *,
+        immediate: bool = False,
     ) -> str:
         """A new channel whose every message is passed to ``callback`` (called on the event
         loop, in a turn of its own, in the order the messages were sent) instead of queued.
 
+        ``immediate``: called at once instead, inside the ``send`` or ``group_send`` that
+        delivers the message (before it returns; for a callback that only takes note of the
+        message, or that does at once what its reader would do next, saving a loop turn).
+
         Not part of the channel layer API. Such a channel has no queue: nothing waits on it,
         no capacity applies, and ``receive`` on it would wait forever. It joins and leaves
         groups as any channel does; :meth:`discard_callback` ends it (messages sent to it
-        afterwards, or still on their way, are dropped). What ``callback`` raises is logged.
+        afterwards, or still on their way, are dropped). What ``callback`` raises is logged,
+        never raised to the sender.
         """
         channel = f"{prefix}.inmemory!cb{next(self._callback_numbers)}"
         self._callbacks[channel] = callback
+        if immediate:
+            self._immediate.add(channel)
         return channel
 
     def discard_callback(self, channel: str) -> None:
         """End a channel of :meth:`new_callback_channel`: its callback is called no more."""
         self._callbacks.pop(channel, None)
+        self._immediate.discard(channel)
 
     def _call_back(
         self, channel: str, callback: Callable[[dict[str, Any]], None], message: dict[str, Any]
@@ -190,6 +207,7 @@ class InMemoryChannelLayer(_StockInMemoryChannelLayer):
     async def flush(self) -> None:
         await super().flush()
         self._callbacks.clear()
+        self._immediate.clear()
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         """Put ``message`` on the queue of every member of ``group`` (full ones drop it)."""

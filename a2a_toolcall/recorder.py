@@ -562,6 +562,7 @@ class Recorder:
         """``STREAM_PACING``: the seconds an event may wait for the streams pacing the agent."""
         self.hub.on_move = self._release
         stream.on_stall = self._release
+        stream.take_now = self._take_now
         _hubs[task.id] = self.hub
         _recorders[task.id] = self
         if resumed_from is None:
@@ -645,8 +646,13 @@ class Recorder:
     async def _hand_out(self, event: LoggedEvent, *, write_first: bool) -> None:
         if write_first:
             await self.flush()
+            self.hub.publish(event)
         else:
-            self.journal.add(self)
+            self._hand_out_now(event)
+
+    def _hand_out_now(self, event: LoggedEvent) -> None:
+        """To the streams now, to the database with the journal's next write."""
+        self.journal.add(self)
         self.hub.publish(event)
 
     async def _status(
@@ -899,6 +905,7 @@ class Recorder:
             # keep the recorder (and its timeline) alive that long.
             self.hub.on_move = None
             self.stream.on_stall = None
+            self.stream.take_now = None
             self._held.clear()
             self.hub.close()
             if _recorders.get(self.task_id) is self:
@@ -933,6 +940,24 @@ class Recorder:
                 if envelope.seq > 0 and envelope.topic not in self.stream.also:
                     self._held.append((self.seq, envelope.seq, envelope.ts))
                     self._release()
+
+    def _take_now(self, envelope: Envelope) -> bool:
+        """The stream's :attr:`~a2a_toolcall.bus.TaskStream.take_now`: a tool frame of a
+        working task is recorded and handed to the streams in the agent's own turn (while
+        this recorder waits for its next envelope), as :meth:`_record` would in its next
+        turn; anything else (a state change may wait for the database) is left to it."""
+        if (
+            envelope.topic != TOPIC_TOOLFRAME
+            or envelope.seq <= 0
+            or not self.runtime_seen
+            or self.state is not TaskState.WORKING
+            or self.parked
+        ):
+            return False
+        self._frame(envelope.payload, _when(envelope.ts))
+        self._held.append((self.seq, envelope.seq, envelope.ts))
+        self._release()
+        return True
 
     def _release(self) -> None:
         """Acknowledge the envelopes whose events every stream pacing the agent has taken
@@ -1119,7 +1144,7 @@ class Recorder:
         if envelope.topic == TOPIC_PROGRESS:
             await self._progress(payload, at)
         elif envelope.topic == TOPIC_TOOLFRAME:
-            await self._frame(payload, at)
+            self._frame(payload, at)
         elif envelope.topic == TOPIC_ARTIFACT:
             await self._streamed_artifact(payload, at)
         elif envelope.topic == TOPIC_INPUT_REQUEST:
@@ -1146,7 +1171,7 @@ class Recorder:
             TaskState.WORKING, at, text=str(payload.get("text") or ""), metadata=metadata or None
         )
 
-    async def _frame(self, payload: dict[str, Any], at: datetime) -> None:
+    def _frame(self, payload: dict[str, Any], at: datetime) -> None:
         try:
             frame = frame_from_wire(payload.get("frame"))
         except ToolCallParseError as exc:
@@ -1163,7 +1188,7 @@ class Recorder:
         self.failed_calls += now_failed - was_failed
         self.changed_calls.add(frame.tool_call_id)
         self._dirty.add("metadata")
-        await self._hand_out(self._emit_frame(frame, at), write_first=False)
+        self._hand_out_now(self._emit_frame(frame, at))
 
     async def _streamed_artifact(self, payload: dict[str, Any], at: datetime) -> None:
         raw = payload.get("artifact")

@@ -10,7 +10,7 @@ instead of the in-memory one; run ``manage.py a2a_worker`` processes unless
 ``A2A_DEMO_IN_PROCESS=1``; task messages go over PubSub and work requests over the core layer,
 or everything over the core layer with ``A2A_DEMO_REDIS_BUS=core``),
 ``A2A_DEMO_RECORD_EVENTS=0`` (no event log), ``A2A_DEMO_STREAM_PACING=0`` (agents not paced to
-their streams).
+their streams; another number: ``STREAM_PACING`` in seconds).
 Behind a reverse proxy (docs/deployment.md): ``DJANGO_BEHIND_PROXY=1`` trusts the proxy's
 ``X-Forwarded-Proto`` and ``X-Forwarded-Host``; ``DJANGO_FORCE_SCRIPT_NAME`` is the path prefix
 the proxy strips (or pass the server's ``--root-path``).
@@ -176,6 +176,8 @@ if os.environ.get("A2A_DEMO_RECORD_EVENTS") == "0":
     A2A_TOOLCALL["RECORD_EVENTS"] = False
 if os.environ.get("A2A_DEMO_STREAM_PACING") == "0":
     A2A_TOOLCALL["STREAM_PACING"] = None
+elif os.environ.get("A2A_DEMO_STREAM_PACING"):
+    A2A_TOOLCALL["STREAM_PACING"] = float(os.environ["A2A_DEMO_STREAM_PACING"])
 if os.environ.get("A2A_DEMO_DB_THREAD_NICE"):
     # The database thread at a lower priority (bench/priority.py measures it).
     A2A_TOOLCALL["DB_THREAD_NICE"] = int(os.environ["A2A_DEMO_DB_THREAD_NICE"])

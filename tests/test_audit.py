@@ -120,6 +120,52 @@ async def test_one_tool_call_row_per_invocation(database: str) -> None:
     assert sorted(seqs) == list(range(1, task.last_seq + 1))
 
 
+async def test_frames_taken_in_the_agent_s_turn_are_recorded_as_any(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On the app's in-memory layer the recorder takes a working task's tool frames inside the
+    # agent's own publish (Recorder._take_now); the stream, the event log and the tool-call
+    # rows are what they are when it reads them itself.
+    from a2a_toolcall.recorder import Recorder
+
+    taken: list[str] = []
+    take_now = Recorder._take_now
+
+    def counting(self: Recorder, envelope: Any) -> bool:
+        took = take_now(self, envelope)
+        if took:
+            taken.append(envelope.payload["frame"]["phase"])
+        return took
+
+    monkeypatch.setattr(Recorder, "_take_now", counting)
+    # The slow tool's result comes while the recorder waits: it is taken in the agent's turn.
+    events = await stream("SendStreamingMessage", ask("what is 6*7 and wait 0.2"))
+    assert "completed" in taken  # the path under test was taken
+    task = await until_finished(events[0]["task"]["id"])
+    streamed = [
+        e["artifactUpdate"]["artifact"]["parts"][0]["data"]
+        for e in events
+        if "artifactUpdate" in e and "data" in e["artifactUpdate"]["artifact"]["parts"][0]
+    ]
+    assert [(f["name"], f["phase"]) for f in streamed] == [
+        ("calculator", "started"),
+        ("slow", "started"),
+        ("calculator", "completed"),
+        ("slow", "completed"),
+    ]
+    log = TaskEvent.objects.filter(task=task).order_by("seq").values_list("data", flat=True)
+    assert [data async for data in log] == events  # the log is the stream, event for event
+    calls = [c async for c in task.tool_calls.order_by("order")]
+    assert [(c.name, c.status) for c in calls] == [
+        ("calculator", "completed"),
+        ("slow", "completed"),
+    ]
+    assert calls[1].duration_ms is not None and calls[1].duration_ms >= 200
+    assert (task.tool_call_count, task.state) == (2, "TASK_STATE_COMPLETED")
+    seqs = [s async for s in TaskEvent.objects.filter(task=task).values_list("seq", flat=True)]
+    assert sorted(seqs) == list(range(1, task.last_seq + 1))
+
+
 async def test_three_clients_record_nothing_twice(database: str) -> None:
     first = asyncio.ensure_future(stream("SendStreamingMessage", ask("wait 0.5 and what is 1+1")))
     task_id = None

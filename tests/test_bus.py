@@ -586,3 +586,108 @@ async def test_callback_channels_of_the_in_memory_layer() -> None:
     await layer.send(fresh, {"type": "t", "n": 9})  # after a flush it is an ordinary channel
     await asyncio.sleep(0)
     assert len(got) == 7 and layer.receive_nowait(fresh) == {"type": "t", "n": 9}
+
+
+async def test_immediate_callback_channels_are_called_inside_the_send() -> None:
+    layer = FastInMemoryChannelLayer(capacity=2)
+    got: list[int] = []
+    channel = layer.new_callback_channel(lambda m: got.append(m["n"]), immediate=True)
+    await layer.group_add("g", channel)
+    for n in range(3):  # no queue, so no capacity
+        await layer.group_send("g", {"type": "t", "n": n})
+        assert got == list(range(n + 1))  # before the send returned
+    layer.group_send_nowait("g", {"type": "t", "n": 3})
+    await layer.send(channel, {"type": "t", "n": 4})
+    assert got == [0, 1, 2, 3, 4] and channel not in layer.channels
+
+    def fail(message: dict[str, Any]) -> None:
+        raise ValueError("broken")
+
+    failing = layer.new_callback_channel(fail, immediate=True)
+    await layer.group_add("g", failing)
+    await layer.group_send("g", {"type": "t", "n": 5})  # logged, never raised to the sender
+    assert got == [0, 1, 2, 3, 4, 5]
+    layer.discard_callback(channel)
+    await layer.group_send("g", {"type": "t", "n": 6})
+    assert got == [0, 1, 2, 3, 4, 5]
+    await layer.flush()
+    assert not layer._immediate
+
+
+async def test_an_offering_subscription_takes_what_arrives_while_its_reader_waits(
+    layer: BaseChannelLayer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # With offer, on the app's in-memory layer an envelope arriving while get() waits with
+    # nothing ahead of it is offered first, inside the send; what offer declines, and what
+    # arrives while nobody waits, is read in order with get(). Other layers read as before.
+    bus = Bus(layer)
+    cid = uuid.uuid4().hex
+    offered: list[int] = []
+    taken: list[int] = []
+
+    def offer(envelope: Envelope) -> bool:
+        offered.append(envelope.seq)
+        if envelope.payload.get("take"):
+            taken.append(envelope.seq)
+            return True
+        if envelope.payload.get("raise"):
+            raise ValueError("could not take it")
+        return False
+
+    offers = isinstance(layer, FastInMemoryChannelLayer)
+    async with bus.subscribe(cid, [TOPIC_PROGRESS, TOPIC_TOOLFRAME], offer=offer) as sub:
+        assert sub.offers is offers and not sub.calls_back
+        # Nobody waits: kept for get(), not offered.
+        await bus.publish(TOPIC_PROGRESS, cid, {"take": True}, seq=1)
+        first = await sub.get(timeout=5)
+        assert first is not None and first.seq == 1
+        assert offered == []
+
+        async def read() -> list[int]:
+            seqs = []
+            while len(seqs) < 3:
+                envelope = await sub.get(timeout=5)
+                assert envelope is not None
+                seqs.append(envelope.seq)
+            return seqs
+
+        reader = asyncio.ensure_future(read())
+        await asyncio.sleep(0.01)  # the reader waits
+        await bus.publish(TOPIC_TOOLFRAME, cid, {"take": True}, seq=2)
+        if offers:
+            assert taken == [2]  # taken inside the send
+        await bus.publish(TOPIC_PROGRESS, cid, {}, seq=3)  # declined: to the reader
+        await bus.publish(TOPIC_TOOLFRAME, cid, {"take": True}, seq=4)  # one is ahead: kept
+        await bus.publish(TOPIC_PROGRESS, cid, {}, seq=5)
+        if offers:
+            assert offered == [2, 3]
+            assert await asyncio.wait_for(reader, 5) == [3, 4, 5]
+        else:
+            assert offered == []
+            assert await asyncio.wait_for(reader, 5) == [2, 3, 4]
+            assert (await sub.get(timeout=5)).seq == 5  # type: ignore[union-attr]
+        # A waiting get() ends with None on wake() and on its timeout.
+        waiting = asyncio.ensure_future(sub.get(timeout=5))
+        await asyncio.sleep(0.01)
+        await sub.wake()
+        assert await asyncio.wait_for(waiting, 5) is None
+        assert await sub.get(timeout=0.01) is None
+        if offers:
+            # What offer raises is logged, and raised by the get() that waited.
+            waiting = asyncio.ensure_future(sub.get(timeout=5))
+            await asyncio.sleep(0.01)
+            await bus.publish(TOPIC_PROGRESS, cid, {"raise": True}, seq=6)
+            with pytest.raises(ValueError, match="could not take it"):
+                await asyncio.wait_for(waiting, 5)
+            assert "could not take" in caplog.text
+    assert await memberships(layer, group_name(TOPIC_PROGRESS, cid)) == set()
+    count = len(offered)
+    await bus.publish(TOPIC_TOOLFRAME, cid, {"take": True}, seq=7)
+    assert len(offered) == count  # left: nothing is offered any more
+
+
+def test_a_subscription_takes_on_envelope_or_offer_not_both() -> None:
+    with pytest.raises(ValueError, match="not both"):
+        Bus(FastInMemoryChannelLayer()).subscribe(
+            "t", [TOPIC_PROGRESS], on_envelope=lambda e: None, offer=lambda e: True
+        )

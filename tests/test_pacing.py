@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from a2a_toolcall.bus import PACE_WINDOW, PUBLISH_WINDOW, TOPIC_TOOLFRAME, Bus, TaskStream
+from a2a_toolcall.bus import (
+    PACE_WINDOW,
+    PUBLISH_WINDOW,
+    TOPIC_CANCEL,
+    TOPIC_TOOLFRAME,
+    Bus,
+    Envelope,
+    TaskStream,
+)
 from a2a_toolcall.layers import InMemoryChannelLayer
 from a2a_toolcall.recorder import PACE_MAX
 from bench.load import percentile, run_load
@@ -90,6 +98,56 @@ async def test_a_publisher_kept_waiting_asks_its_consumer_to_look_again() -> Non
         published = [await publisher.publish(TOPIC_TOOLFRAME, frame(i)) for i in range(1, 9)]
         assert asked.is_set()
         assert [e.seq for e in published] == list(range(1, 9))
+
+
+async def test_a_consumer_takes_the_next_envelope_in_the_publisher_s_turn() -> None:
+    # take_now: while the consumer waits in get(), the next envelope of the runtime's is
+    # handed to it inside the publisher's send; an envelope out of order, one of the extra
+    # topics and one it declines come from get(), in seq order, as without it.
+    bus = Bus(InMemoryChannelLayer())
+    cid = uuid.uuid4().hex
+    async with TaskStream(bus, cid, also=(TOPIC_CANCEL,)) as stream:
+        taken: list[int] = []
+
+        def take_now(envelope: Envelope) -> bool:
+            if envelope.payload.get("decline"):
+                return False
+            taken.append(envelope.seq)
+            return True
+
+        stream.take_now = take_now
+        publisher = bus.publisher(cid)
+        got: list[int] = []
+
+        async def consume() -> None:
+            while True:
+                envelope = await stream.get(timeout=5)
+                assert envelope is not None
+                got.append(envelope.seq)
+                if envelope.topic == TOPIC_CANCEL:
+                    return
+
+        consumer = asyncio.ensure_future(consume())
+        await asyncio.sleep(0.01)
+        for i in (1, 2):
+            await publisher.publish(TOPIC_TOOLFRAME, frame(i))
+        assert taken == [1, 2] and stream.expected == 3
+        assert publisher.kept == 0  # unpaced: acknowledged as taken
+        await publisher.publish(TOPIC_TOOLFRAME, {**frame(3), "decline": True})
+        await publisher.publish(TOPIC_TOOLFRAME, frame(4))  # behind 3: from get()
+        await asyncio.sleep(0.01)
+        assert taken == [1, 2] and got == [3, 4]
+        # An envelope ahead of one still missing waits for it (a resend) as ever.
+        early = Envelope(TOPIC_TOOLFRAME, cid, 6, 0.0, frame(6))
+        await bus.send_envelopes([early])
+        await asyncio.sleep(0.01)
+        assert taken == [1, 2] and got == [3, 4]
+        await bus.send_envelopes([Envelope(TOPIC_TOOLFRAME, cid, 5, 0.0, frame(5))])
+        await asyncio.sleep(0.01)
+        assert got == [3, 4, 5, 6]
+        await bus.publish(TOPIC_CANCEL, cid, {"reason": "stop"}, seq=0)  # not the runtime's
+        await asyncio.wait_for(consumer, 5)
+        assert taken == [1, 2] and got == [3, 4, 5, 6, 0]
 
 
 @pytest.fixture(scope="module", params=["daphne", "uvicorn"])
