@@ -213,7 +213,11 @@ class ToolCall(models.Model):
         COMPLETED = "completed", "completed"
         FAILED = "failed", "failed"
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="tool_calls")
+    # No index of its own: the (task, tool_call_id) constraint's index and the (task, order)
+    # index serve every lookup by task, and one index less is one write less per call.
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="tool_calls", db_index=False
+    )
     tool_call_id = models.CharField(max_length=255)
     name = models.CharField(max_length=255)
     order = models.PositiveIntegerField(help_text="Position among the task's calls, from 0.")

@@ -664,7 +664,10 @@ class Recorder:
         message_metadata: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
         message: Message | None = None,
+        stored: bool = False,
     ) -> None:
+        """Move to ``state`` and hand the status update out; a change of state is written
+        first (GetTask then agrees with the stream) unless ``stored`` (already in the row)."""
         allowed = TRANSITIONS.get(self.state, frozenset())
         if state not in allowed:
             logger.warning(
@@ -701,7 +704,7 @@ class Recorder:
             emitted_at,
         )
         # A state change is stored before anyone sees it: GetTask then agrees with the stream.
-        await self._hand_out(event, write_first=changed)
+        await self._hand_out(event, write_first=changed and not stored)
         if changed:
             self._log_change(before, state, message)
 
@@ -1134,8 +1137,10 @@ class Recorder:
             if isinstance(info, dict):
                 self.runtime = info
             if self.state is TaskState.SUBMITTED:
-                # A runtime claimed the task and started it.
-                await self._status(TaskState.WORKING, at)
+                # A runtime claimed the task and started it. The task store's claim has
+                # stored it as working already: nothing to write before the status goes out.
+                stored = isinstance(info, dict) and info.get("workingStored") is True
+                await self._status(TaskState.WORKING, at, stored=stored)
             if self.cancel_requested is not None:
                 # The cancel went out before the runtime had joined the task's groups.
                 await self.bus.publish(

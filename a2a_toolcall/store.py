@@ -36,6 +36,7 @@ from a2a_toolcall.protocol.models import (
     Task,
     TaskState,
     TaskStatus,
+    format_timestamp,
     parse_timestamp,
 )
 
@@ -572,10 +573,18 @@ _Claim = tuple[str, str, int]
 """A runtime's claim of a task: (task id, runtime id, attempt)."""
 
 
+def _working_fields(at: datetime) -> dict[str, Any]:
+    """What a claim writes on a submitted task: working since ``at`` (the recorder's working
+    status then goes out without a write of its own, :attr:`StoreClaims.marks_working`)."""
+    status = TaskStatus(state=TaskState.WORKING, timestamp=format_timestamp(at))
+    return {"state": TaskState.WORKING.value, "status": status.to_wire(), "updated_at": at}
+
+
 def _claim_rows_sync(claims: Sequence[_Claim], using: str) -> list[bool]:
     """Claim rows in the open transaction: one locking read of the claimable rows (in key
     order, as the lease renewals and the journal take theirs, so no deadlock with them:
-    :func:`_lock_in_order`), then one UPDATE per runtime (usually one).
+    :func:`_lock_in_order`), then one UPDATE per runtime (usually one), and one more that
+    marks the submitted ones among them working (:func:`_working_fields`).
 
     The first claim of a row in ``claims`` wins it; the others lose, as they would to a
     runtime that claimed before them. Every task a runtime starts is claimed here, so the
@@ -620,7 +629,28 @@ def _claim_rows_sync(claims: Sequence[_Claim], using: str) -> list[bool]:
                     raise transaction.TransactionManagementError(
                         f"claimed {cursor.rowcount} of {len(chunk)} rows read as claimable"
                     )
+                working = _working_fields(fields["claimed_at"])
+                cursor.execute(
+                    _working_sql(connection, tuple(working), len(chunk)),
+                    [
+                        *_prepared(orm.Task, tuple(working), working, connection),
+                        *chunk,
+                        TaskState.SUBMITTED.value,
+                    ],
+                )
     return won
+
+
+def _working_sql(connection: Any, names: tuple[str, ...], count: int) -> str:
+    """``names`` set (their values the first parameters) on the rows of ``count`` keys that
+    are in the state given last (submitted)."""
+    quote = connection.ops.quote_name
+    sets = ", ".join(f"{quote(c)} = %s" for c in _columns(orm.Task, names))
+    pk = quote(str(orm.Task._meta.pk.column))
+    (state,) = (quote(c) for c in _columns(orm.Task, ("state",)))
+    table = quote(orm.Task._meta.db_table)
+    where = f"{pk} IN ({_placeholders(count)}) AND {state} = %s"
+    return f"UPDATE {table} SET {sets} WHERE {where}"  # noqa: S608
 
 
 def _unclaimed_where(connection: Any, count: int, *, attempt: bool = False) -> str:
@@ -662,11 +692,18 @@ def _claim_sql(connection: Any, names: tuple[str, ...], count: int) -> str:
 
 
 def _claim_one_sync(task_id: str, runtime_id: str, attempt: int, *, using: str) -> bool:
-    """One claim in one conditional UPDATE (its own transaction)."""
-    rows = orm.Task.objects.using(using).filter(
-        pk=task_id, state__in=_UNCLAIMED_STATES, runtime_id="", attempt=attempt
-    )
-    return rows.update(**_claimed_fields(runtime_id)) == 1
+    """One claim in one conditional UPDATE, and the mark of a submitted task as working (one
+    transaction)."""
+    with transaction.atomic(using=using):
+        rows = orm.Task.objects.using(using).filter(
+            pk=task_id, state__in=_UNCLAIMED_STATES, runtime_id="", attempt=attempt
+        )
+        fields = _claimed_fields(runtime_id)
+        if rows.update(**fields) != 1:
+            return False
+        working = orm.Task.objects.using(using).filter(pk=task_id, state=TaskState.SUBMITTED.value)
+        working.update(**_working_fields(fields["claimed_at"]))
+        return True
 
 
 def _claim_batch_sync(claims: list[_Claim]) -> list[bool | BaseException]:
@@ -926,6 +963,9 @@ async def waiting_tasks(limit: int, since: datetime) -> list[orm.Task]:
 class StoreClaims:
     """The task store as a runtime's :class:`~a2a_toolcall.runtime.runner.Claims`: atomic
     claims with leases, their renewal, and the tasks waiting for a runtime."""
+
+    marks_working = True
+    """A claim stores a submitted task as working, in the same transaction."""
 
     async def claim(self, cid: str, runtime_id: str, attempt: int) -> bool:
         return await claim_task(cid, runtime_id, attempt)

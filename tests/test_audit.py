@@ -166,6 +166,43 @@ async def test_frames_taken_in_the_agent_s_turn_are_recorded_as_any(
     assert sorted(seqs) == list(range(1, task.last_seq + 1))
 
 
+async def test_the_working_status_needs_no_write_of_its_own(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The runtime's claim stored the task as working (StoreClaims.marks_working): the recorder
+    # hands the working status out without waiting for a write; the end still waits for one.
+    from a2a_toolcall.journal import Journal
+
+    commits: list[str] = []
+    commit = Journal.commit
+
+    async def counting(self: Journal, source: Any) -> None:
+        commits.append(source.state.value)
+        await commit(self, source)
+
+    monkeypatch.setattr(Journal, "commit", counting)
+    events = await stream("SendStreamingMessage", ask("what is 6*7"))
+    states = [e["statusUpdate"]["status"]["state"] for e in events if "statusUpdate" in e]
+    assert states[0] == "TASK_STATE_WORKING" and states[-1] == "TASK_STATE_COMPLETED"
+    assert commits and set(commits) == {"TASK_STATE_COMPLETED"}  # none while working
+    task = await until_finished(events[0]["task"]["id"])
+    log = TaskEvent.objects.filter(task=task).order_by("seq").values_list("data", flat=True)
+    assert [data async for data in log] == events
+
+
+def test_a_runtime_says_whether_its_claims_store_the_task_as_working() -> None:
+    from a2a_toolcall.runtime.runner import Runtime
+    from a2a_toolcall.store import StoreClaims
+
+    class Elsewhere:
+        async def claim(self, cid: str, runtime_id: str, attempt: int) -> bool:
+            return True
+
+    assert Runtime(claims=StoreClaims()).marks_working
+    assert not Runtime().marks_working  # the bus's claims store nothing
+    assert not Runtime(claims=Elsewhere()).marks_working  # type: ignore[arg-type]
+
+
 async def test_three_clients_record_nothing_twice(database: str) -> None:
     first = asyncio.ensure_future(stream("SendStreamingMessage", ask("wait 0.5 and what is 1+1")))
     task_id = None

@@ -19,7 +19,14 @@ from a2a_toolcall import models as orm
 from a2a_toolcall import store
 from a2a_toolcall.bus import Bus
 from a2a_toolcall.layers import InMemoryChannelLayer
-from a2a_toolcall.protocol.models import Message, Part, Role, TaskState, TaskStatus
+from a2a_toolcall.protocol.models import (
+    Message,
+    Part,
+    Role,
+    TaskState,
+    TaskStatus,
+    format_timestamp,
+)
 from a2a_toolcall.runtime import AgentInput, Event, Reply
 from a2a_toolcall.runtime.runner import Runtime
 from tests.conftest import BOTH_DATABASES
@@ -134,7 +141,7 @@ async def test_claims_made_at_once_each_win_once(database: str) -> None:
 
 
 @pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
-def test_a_batch_of_claims_is_two_statements_and_wins_what_one_at_a_time_would(
+def test_a_batch_of_claims_is_a_few_statements_and_wins_what_one_at_a_time_would(
     database: str,
 ) -> None:
     ids = [str(uuid.uuid4()) for _ in range(12)]
@@ -142,8 +149,9 @@ def test_a_batch_of_claims_is_two_statements_and_wins_what_one_at_a_time_would(
         async_to_sync(create)(task_id)
     canceled, retried, held = ids[0], ids[1], ids[2]
     orm.Task.objects.using(database).filter(pk=canceled).update(state=TaskState.CANCELED.value)
+    between = {"state": TaskState.WORKING.value, "timestamp": "2026-01-01T00:00:00Z"}
     orm.Task.objects.using(database).filter(pk=retried).update(
-        state=TaskState.WORKING.value, attempt=2
+        state=TaskState.WORKING.value, attempt=2, status=between
     )
     orm.Task.objects.using(database).filter(pk=held).update(runtime_id="elsewhere")
     claims = [
@@ -161,8 +169,9 @@ def test_a_batch_of_claims_is_two_statements_and_wins_what_one_at_a_time_would(
     statements = [
         q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(("SELECT", "UPDATE"))
     ]
-    # One read of the claimable rows per attempt, one write per runtime.
-    assert len(statements) == 4, statements
+    # One read of the claimable rows per attempt; per runtime, the claim's write and the mark
+    # of the submitted tasks among them as working.
+    assert len(statements) == 6, statements
     if database == "postgres":
         # Locked in key order, with the lock an UPDATE takes (event inserts are not blocked).
         reads = [sql for sql in statements if sql.startswith("SELECT")]
@@ -173,6 +182,21 @@ def test_a_batch_of_claims_is_two_statements_and_wins_what_one_at_a_time_would(
     assert (rows[canceled], rows[retried], rows[held]) == ("", "b", "elsewhere")
     leases = orm.Task.objects.using(database).filter(pk__in=ids[3:], lease_expires_at__isnull=False)
     assert leases.count() == 9
+    # A submitted task is working from its claim on, since it was claimed; a later attempt's
+    # task keeps its status; those not won are as they were.
+    for row in orm.Task.objects.using(database).filter(pk__in=ids[3:]):
+        assert row.state == TaskState.WORKING.value
+        assert row.status == {
+            "state": TaskState.WORKING.value,
+            "timestamp": format_timestamp(row.claimed_at),
+        }
+        assert row.updated_at == row.claimed_at
+    states = dict(orm.Task.objects.using(database).values_list("pk", "state"))
+    assert (states[canceled], states[held]) == (
+        TaskState.CANCELED.value,
+        TaskState.SUBMITTED.value,
+    )
+    assert orm.Task.objects.using(database).get(pk=retried).status == between
 
 
 @pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)
@@ -191,6 +215,8 @@ def test_a_batch_that_cannot_be_written_together_is_claimed_one_by_one(
     assert store._claim_batch_sync(claims) == [True] * 5 + [False, False]
     rows = dict(orm.Task.objects.using(database).filter(pk__in=ids).values_list("pk", "runtime_id"))
     assert set(rows.values()) == {"a"}
+    states = orm.Task.objects.using(database).filter(pk__in=ids).values_list("state", flat=True)
+    assert set(states) == {TaskState.WORKING.value}
 
 
 @pytest.mark.django_db(transaction=True, databases=BOTH_DATABASES)

@@ -112,8 +112,11 @@ async def test_a_task_recorded_by_a_live_process_is_left_to_it(database: str) ->
     task_id = await new_task()
     assert await store.claim_task(task_id, "runtime-a")
     await expire(task_id, runtime=True)  # its recorder's lease is fine: that process acts
+    before = await Task.objects.aget(pk=task_id)
     assert await Keeper().reap() == 0
-    assert (await Task.objects.aget(pk=task_id)).state == TaskState.SUBMITTED.value
+    after = await Task.objects.aget(pk=task_id)
+    assert (after.state, after.status) == (before.state, before.status)
+    assert after.state == TaskState.WORKING.value  # as its claim left it
 
 
 async def test_a_resumable_task_is_parked_and_adopted_once(database: str) -> None:

@@ -147,7 +147,9 @@ class Claims(Protocol):
     cancel, and lets other processes see when its runtime is gone."""
 
     async def claim(self, cid: str, runtime_id: str, attempt: int) -> bool:
-        """Take task ``cid`` for run ``attempt``: True for exactly one runtime."""
+        """Take task ``cid`` for run ``attempt``: True for exactly one runtime. (A class
+        whose claim also stores a submitted task as working says so with a true
+        ``marks_working`` attribute: its recorder then shows it working without a write.)"""
         ...
 
     async def renew(self, runtime_id: str, ids: Sequence[str]) -> set[str]:
@@ -231,6 +233,8 @@ class _TaskRun:
                         "id": self.runtime.runtime_id,
                         "attempt": self.task.attempt,
                         "retrySafe": is_retry_safe(self.agent),
+                        # Its claim stored the task as working: the recorder need not.
+                        "workingStored": self.runtime.marks_working,
                     },
                 },
             )
@@ -675,6 +679,12 @@ class Runtime:
         self.held: set[str] = set()
         """Tasks claimed in the task store and not yet ended here: their leases are renewed."""
         self._slots: asyncio.Semaphore | None = None
+
+    @property
+    def marks_working(self) -> bool:
+        """Whether this runtime's claims store a submitted task as working (the task store's
+        do): its recorder then hands the working status out without writing it first."""
+        return self._claims is not None and getattr(self._claims, "marks_working", False) is True
 
     @property
     def uses_store(self) -> bool:
