@@ -645,7 +645,7 @@ def _working_sql(connection: Any, names: tuple[str, ...], count: int) -> str:
     """``names`` set (their values the first parameters) on the rows of ``count`` keys that
     are in the state given last (submitted)."""
     quote = connection.ops.quote_name
-    sets = ", ".join(f"{quote(c)} = %s" for c in _columns(orm.Task, names))
+    sets = _assignments(connection, orm.Task, names)
     pk = quote(str(orm.Task._meta.pk.column))
     (state,) = (quote(c) for c in _columns(orm.Task, ("state",)))
     table = quote(orm.Task._meta.db_table)
@@ -685,7 +685,7 @@ def _claim_sql(connection: Any, names: tuple[str, ...], count: int) -> str:
     """The write of a claim: ``names`` set (their values the first parameters) on the rows of
     :func:`_unclaimed_where` (any attempt: the read has chosen them)."""
     quote = connection.ops.quote_name
-    sets = ", ".join(f"{quote(c)} = %s" for c in _columns(orm.Task, names))
+    sets = _assignments(connection, orm.Task, names)
     table = quote(orm.Task._meta.db_table)
     where = _unclaimed_where(connection, count)
     return f"UPDATE {table} SET {sets} WHERE {where}"  # noqa: S608
@@ -1342,6 +1342,12 @@ def _insert_sql(
     return f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", names  # noqa: S608
 
 
+def _assignments(connection: Any, model: type[Model], names: tuple[str, ...]) -> str:
+    """``"col" = %s, ...``: the SET list of an UPDATE of ``names`` (their values parameters)."""
+    quote = connection.ops.quote_name
+    return ", ".join(f"{quote(c)} = %s" for c in _columns(model, names))
+
+
 def _placeholders(count: int) -> str:
     """``%s, %s, ...``: ``count`` parameters of a statement."""
     return ", ".join(["%s"] * count)
@@ -1377,7 +1383,7 @@ def _call_upsert_sql(connection: Any) -> tuple[str, tuple[str, ...]]:
 
 def _update_sql(connection: Any, model: type[Model], names: tuple[str, ...]) -> str:
     quote = connection.ops.quote_name
-    sets = ", ".join(f"{quote(c)} = %s" for c in _columns(model, names))
+    sets = _assignments(connection, model, names)
     pk = quote(str(model._meta.pk.column))
     return f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {pk} = %s"  # noqa: S608
 

@@ -67,6 +67,12 @@ async def stream(
     return results
 
 
+async def logged(task: Task) -> list[dict[str, Any]]:
+    """The task's event log, as the streams sent it, in order."""
+    log = TaskEvent.objects.filter(task=task).order_by("seq").values_list("data", flat=True)
+    return [data async for data in log]
+
+
 async def until_finished(task_id: str) -> Task:
     for _ in range(400):
         task = await Task.objects.aget(pk=task_id)
@@ -153,8 +159,7 @@ async def test_frames_taken_in_the_agent_s_turn_are_recorded_as_any(
         ("calculator", "completed"),
         ("slow", "completed"),
     ]
-    log = TaskEvent.objects.filter(task=task).order_by("seq").values_list("data", flat=True)
-    assert [data async for data in log] == events  # the log is the stream, event for event
+    assert await logged(task) == events  # the log is the stream, event for event
     calls = [c async for c in task.tool_calls.order_by("order")]
     assert [(c.name, c.status) for c in calls] == [
         ("calculator", "completed"),
@@ -186,8 +191,7 @@ async def test_the_working_status_needs_no_write_of_its_own(
     assert states[0] == "TASK_STATE_WORKING" and states[-1] == "TASK_STATE_COMPLETED"
     assert commits and set(commits) == {"TASK_STATE_COMPLETED"}  # none while working
     task = await until_finished(events[0]["task"]["id"])
-    log = TaskEvent.objects.filter(task=task).order_by("seq").values_list("data", flat=True)
-    assert [data async for data in log] == events
+    assert await logged(task) == events
 
 
 def test_a_runtime_says_whether_its_claims_store_the_task_as_working() -> None:
